@@ -1,0 +1,100 @@
+// IQ1_S and IQ1_M: ternary I-quants. A group of eight weights is one row of a {-1, 0, 1} codebook
+// shifted by a +-1/8 delta and scaled: w = dl * (grid + delta). The decoded group holds the exact
+// integers 8 * grid + 8 * delta (odd values in [-9, 9]) with scale dl / 8; dividing a float by 8 is
+// exact here, so the product rounds exactly as ggml's dl * (grid + delta) does.
+#pragma once
+
+#include <cstddef>
+
+#include "lowbit/formats/codebooks.h"
+#include "lowbit/formats/traits.h"
+
+namespace lowbit {
+
+struct BlockIq1s {
+  uint16_t d;
+  uint8_t qs[32];   // low 8 bits of the grid index per 8 weights
+  uint16_t qh[8];   // per 32 weights: 4 x 3 high index bits, 3-bit scale (bits 12..14), delta sign (bit 15)
+};
+static_assert(sizeof(BlockIq1s) == 50, "IQ1_S block is 50 bytes");
+
+struct BlockIq1m {
+  uint8_t qs[32];     // low 8 bits of the grid index per 8 weights
+  uint8_t qh[16];     // per 8 weights a nibble: 3 high index bits + delta sign
+  uint8_t scales[8];  // four uint16: 3-bit scales per 16 weights; top nibbles form the fp16 scale
+};
+static_assert(sizeof(BlockIq1m) == 56, "IQ1_M block is 56 bytes");
+
+namespace detail {
+// Grid row bytes are int8 -1/0/1. Returns magnitudes and signs of 8 * grid + (delta_negative ? -1 : 1).
+LOWBIT_HD void ternary_word(uint32_t w, bool delta_negative, uint32_t& mag, uint32_t& neg) {
+  const uint32_t c = ((w & 0x7F7F7F7Fu) + 0x01010101u) ^ (w & 0x80808080u);  // grid + 1 per byte
+  const uint32_t sel = nibble_selector(c);
+  // value by c = 0, 1, 2: delta +1 -> -7, 1, 9; delta -1 -> -9, -1, 7
+  mag = byte_perm(delta_negative ? 0x00070109u : 0x00090107u, 0, sel);
+  neg = byte_perm(delta_negative ? 0x00008080u : 0x00000080u, 0, sel);
+}
+
+LOWBIT_HD MagnitudeGroup ternary_group(uint64_t grid_row, bool delta_negative, float dl) {
+  MagnitudeGroup r;
+  ternary_word(static_cast<uint32_t>(grid_row), delta_negative, r.mag[0], r.neg[0]);
+  ternary_word(static_cast<uint32_t>(grid_row >> 32), delta_negative, r.mag[1], r.neg[1]);
+  r.scale = dl * 0.125f;
+  return r;
+}
+}  // namespace detail
+
+template <>
+struct FormatTraits<QuantType::IQ1_S> {
+  using Block = BlockIq1s;
+  using Group = MagnitudeGroup;
+  static constexpr QuantType kType = QuantType::IQ1_S;
+  static constexpr const char* kName = "iq1_s";
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr int kAlign = 2;
+  static constexpr bool kSplitScales = false;
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
+    const int ib = g >> 2, l = g & 3;
+    const uint32_t qh = load_u16<2>(b.bytes + offsetof(Block, qh) + 2 * ib);
+    const uint32_t index = b.bytes[offsetof(Block, qs) + g] | (((qh >> (3 * l)) & 7u) << 8);
+    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+    const float dl = d * static_cast<float>(2 * static_cast<int>((qh >> 12) & 7u) + 1);
+    return detail::ternary_group(cb.iq1s_grid[index], (qh & 0x8000u) != 0, dl);
+  }
+};
+
+template <>
+struct FormatTraits<QuantType::IQ1_M> {
+  using Block = BlockIq1m;
+  using Group = MagnitudeGroup;
+  static constexpr QuantType kType = QuantType::IQ1_M;
+  static constexpr const char* kName = "iq1_m";
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr int kAlign = 8;
+  static constexpr bool kSplitScales = false;
+
+  // The fp16 super-block scale is scattered over the top nibbles of the four scale words.
+  LOWBIT_HD static float super_scale(const uint8_t* scales) {
+    const uint32_t s0 = load_u16<2>(scales), s1 = load_u16<2>(scales + 2);
+    const uint32_t s2 = load_u16<2>(scales + 4), s3 = load_u16<2>(scales + 6);
+    const uint32_t bits = (s0 >> 12) | ((s1 >> 8) & 0x00F0u) | ((s2 >> 4) & 0x0F00u) | (s3 & 0xF000u);
+    return fp16_to_float(static_cast<uint16_t>(bits));
+  }
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
+    const int ib = g >> 2, l = g & 3;
+    const uint8_t* scales = b.bytes + offsetof(Block, scales);
+    const uint32_t sc = load_u16<2>(scales + 2 * (ib >> 1));
+    const float dl = super_scale(scales) * static_cast<float>(2 * static_cast<int>((sc >> (6 * (ib & 1) + 3 * (l >> 1))) & 7u) + 1);
+    const uint32_t qh = b.bytes[offsetof(Block, qh) + 2 * ib + (l >> 1)];
+    const uint32_t high = (l & 1) ? (qh << 4) : (qh << 8);
+    const uint32_t index = b.bytes[offsetof(Block, qs) + g] | (high & 0x700u);
+    const bool delta_negative = (qh & ((l & 1) ? 0x80u : 0x08u)) != 0;
+    return detail::ternary_group(cb.iq1s_grid[index], delta_negative, dl);
+  }
+};
+
+}  // namespace lowbit

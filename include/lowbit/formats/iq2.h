@@ -1,0 +1,111 @@
+// IQ2_XXS, IQ2_XS, IQ2_S: 2-bit-class I-quants. Each group of eight weights is one row of an
+// E8 lattice codebook (magnitudes 8, 25, 43) with eight sign bits and a 4-bit sub-block scale.
+#pragma once
+
+#include <cstddef>
+
+#include "lowbit/formats/codebooks.h"
+#include "lowbit/formats/traits.h"
+
+namespace lowbit {
+
+struct BlockIq2xxs {
+  uint16_t d;       // fp16 super-block scale
+  uint16_t qs[32];  // per 32 weights: 4 grid index bytes, then 4 x 7-bit sign codes + 4-bit scale
+};
+static_assert(sizeof(BlockIq2xxs) == 66, "IQ2_XXS block is 66 bytes");
+
+struct BlockIq2xs {
+  uint16_t d;
+  uint16_t qs[32];     // per 8 weights: 9-bit grid index | 7-bit sign code << 9
+  uint8_t scales[8];   // 4-bit scale per 16 weights
+};
+static_assert(sizeof(BlockIq2xs) == 74, "IQ2_XS block is 74 bytes");
+
+struct BlockIq2s {
+  uint16_t d;
+  uint8_t qs[64];      // [0, 32): low 8 bits of the grid index per 8 weights; [32, 64): sign bytes
+  uint8_t qh[8];       // 2 high index bits per 8 weights
+  uint8_t scales[8];   // 4-bit scale per 16 weights
+};
+static_assert(sizeof(BlockIq2s) == 82, "IQ2_S block is 82 bytes");
+
+namespace detail {
+// scale = d * (0.5 + s) * 0.25 in ggml's operation order
+LOWBIT_HD float iq2_scale(float d, uint32_t s4) { return d * (0.5f + static_cast<float>(s4)) * 0.25f; }
+
+LOWBIT_HD MagnitudeGroup grid_group(uint64_t grid_row, uint32_t sign_bits, float scale) {
+  MagnitudeGroup r;
+  r.mag[0] = static_cast<uint32_t>(grid_row);
+  r.mag[1] = static_cast<uint32_t>(grid_row >> 32);
+  r.neg[0] = spread_sign_bits4(sign_bits);
+  r.neg[1] = spread_sign_bits4(sign_bits >> 4);
+  r.scale = scale;
+  return r;
+}
+}  // namespace detail
+
+template <>
+struct FormatTraits<QuantType::IQ2_XXS> {
+  using Block = BlockIq2xxs;
+  using Group = MagnitudeGroup;
+  static constexpr QuantType kType = QuantType::IQ2_XXS;
+  static constexpr const char* kName = "iq2_xxs";
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr int kAlign = 2;
+  static constexpr bool kSplitScales = false;
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
+    const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
+    const int l = g & 3;
+    const uint32_t aux = load_u32<2>(sub + 4);
+    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+    return detail::grid_group(cb.iq2xxs_grid[sub[l]], ksigns_iq2xs((aux >> (7 * l)) & 127u),
+                              detail::iq2_scale(d, aux >> 28));
+  }
+};
+
+template <>
+struct FormatTraits<QuantType::IQ2_XS> {
+  using Block = BlockIq2xs;
+  using Group = MagnitudeGroup;
+  static constexpr QuantType kType = QuantType::IQ2_XS;
+  static constexpr const char* kName = "iq2_xs";
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr int kAlign = 2;
+  static constexpr bool kSplitScales = false;
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
+    const uint32_t q = load_u16<2>(b.bytes + offsetof(Block, qs) + 2 * g);
+    const uint32_t sc = b.bytes[offsetof(Block, scales) + (g >> 2)];
+    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+    return detail::grid_group(cb.iq2xs_grid[q & 511u], ksigns_iq2xs(q >> 9),
+                              detail::iq2_scale(d, (sc >> (4 * ((g & 3) >> 1))) & 0xFu));
+  }
+};
+
+template <>
+struct FormatTraits<QuantType::IQ2_S> {
+  using Block = BlockIq2s;
+  using Group = MagnitudeGroup;
+  static constexpr QuantType kType = QuantType::IQ2_S;
+  static constexpr const char* kName = "iq2_s";
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr int kAlign = 2;
+  static constexpr bool kSplitScales = false;
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
+    const int ib = g >> 2, l = g & 3;
+    const uint32_t qh = b.bytes[offsetof(Block, qh) + ib];
+    const uint32_t index = b.bytes[offsetof(Block, qs) + g] | ((qh << (8 - 2 * l)) & 0x300u);
+    const uint32_t signs = b.bytes[offsetof(Block, qs) + 32 + g];
+    const uint32_t sc = b.bytes[offsetof(Block, scales) + ib];
+    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+    return detail::grid_group(cb.iq2s_grid[index], signs, detail::iq2_scale(d, (sc >> (4 * (l >> 1))) & 0xFu));
+  }
+};
+
+}  // namespace lowbit

@@ -1,0 +1,81 @@
+// IQ3_XXS and IQ3_S: 3-bit-class I-quants. A group of eight weights is two rows of a
+// four-element codebook, eight sign bits and a 4-bit sub-block scale.
+#pragma once
+
+#include <cstddef>
+
+#include "lowbit/formats/codebooks.h"
+#include "lowbit/formats/iq2.h"
+#include "lowbit/formats/traits.h"
+
+namespace lowbit {
+
+struct BlockIq3xxs {
+  uint16_t d;
+  uint8_t qs[96];  // [0, 64): grid indices; [64, 96): per 32 weights 4 x 7-bit sign codes + 4-bit scale
+};
+static_assert(sizeof(BlockIq3xxs) == 98, "IQ3_XXS block is 98 bytes");
+
+struct BlockIq3s {
+  uint16_t d;
+  uint8_t qs[64];     // low 8 bits of the grid indices
+  uint8_t qh[8];      // ninth index bit, one byte per 32 weights
+  uint8_t signs[32];  // one sign byte per 8 weights
+  uint8_t scales[4];  // 4-bit scale per 32 weights
+};
+static_assert(sizeof(BlockIq3s) == 110, "IQ3_S block is 110 bytes");
+
+namespace detail {
+LOWBIT_HD MagnitudeGroup grid_pair_group(uint32_t row0, uint32_t row1, uint32_t sign_bits, float scale) {
+  return grid_group(static_cast<uint64_t>(row0) | (static_cast<uint64_t>(row1) << 32), sign_bits, scale);
+}
+}  // namespace detail
+
+template <>
+struct FormatTraits<QuantType::IQ3_XXS> {
+  using Block = BlockIq3xxs;
+  using Group = MagnitudeGroup;
+  static constexpr QuantType kType = QuantType::IQ3_XXS;
+  static constexpr const char* kName = "iq3_xxs";
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr int kAlign = 2;
+  static constexpr bool kSplitScales = false;
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
+    const int ib = g >> 2, l = g & 3;
+    const uint8_t* qs = b.bytes + offsetof(Block, qs);
+    const uint32_t aux = load_u32<2>(qs + 64 + 4 * ib);
+    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+    const float scale = d * (0.5f + static_cast<float>(aux >> 28)) * 0.5f;
+    return detail::grid_pair_group(cb.iq3xxs_grid[qs[8 * ib + 2 * l]], cb.iq3xxs_grid[qs[8 * ib + 2 * l + 1]],
+                                   ksigns_iq2xs((aux >> (7 * l)) & 127u), scale);
+  }
+};
+
+template <>
+struct FormatTraits<QuantType::IQ3_S> {
+  using Block = BlockIq3s;
+  using Group = MagnitudeGroup;
+  static constexpr QuantType kType = QuantType::IQ3_S;
+  static constexpr const char* kName = "iq3_s";
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr int kAlign = 2;
+  static constexpr bool kSplitScales = false;
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
+    const int ib = g >> 2, l = g & 3;
+    const uint8_t* qs = b.bytes + offsetof(Block, qs) + 8 * ib;
+    const uint32_t qh = b.bytes[offsetof(Block, qh) + ib];
+    const uint32_t index0 = qs[2 * l] | ((qh << (8 - 2 * l)) & 256u);
+    const uint32_t index1 = qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256u);
+    const uint32_t signs = b.bytes[offsetof(Block, signs) + 4 * ib + l];
+    const uint32_t s4 = (b.bytes[offsetof(Block, scales) + (ib >> 1)] >> (4 * (ib & 1))) & 0xFu;
+    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+    const float scale = d * static_cast<float>(1 + 2 * static_cast<int>(s4));
+    return detail::grid_pair_group(cb.iq3s_grid[index0], cb.iq3s_grid[index1], signs, scale);
+  }
+};
+
+}  // namespace lowbit

@@ -1,0 +1,111 @@
+// IQ4_NL and IQ4_XS: 4-bit non-linear quants. Each nibble indexes a 16-entry int8 codebook; in
+// each 32-weight run the low nibble of byte j is weight j and the high nibble weight j + 16.
+#pragma once
+
+#include <cstddef>
+
+#include "lowbit/formats/codebooks.h"
+#include "lowbit/formats/traits.h"
+
+namespace lowbit {
+
+struct BlockIq4nl {
+  uint16_t d;
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockIq4nl) == 18, "IQ4_NL block is 18 bytes");
+
+struct BlockIq4xs {
+  uint16_t d;
+  uint16_t scales_h;   // 2 high bits of each 6-bit sub-block scale
+  uint8_t scales_l[4]; // 4 low bits of each 6-bit sub-block scale
+  uint8_t qs[128];
+};
+static_assert(sizeof(BlockIq4xs) == 136, "IQ4_XS block is 136 bytes");
+
+namespace detail {
+// Codebook magnitudes split into two byte_perm tables: entries 0..7 (all negative) and 8..15.
+inline constexpr uint8_t kIq4nlMag[16] = {
+    codebook::abs_i8(codebook::kKvaluesIq4nl[0]),  codebook::abs_i8(codebook::kKvaluesIq4nl[1]),
+    codebook::abs_i8(codebook::kKvaluesIq4nl[2]),  codebook::abs_i8(codebook::kKvaluesIq4nl[3]),
+    codebook::abs_i8(codebook::kKvaluesIq4nl[4]),  codebook::abs_i8(codebook::kKvaluesIq4nl[5]),
+    codebook::abs_i8(codebook::kKvaluesIq4nl[6]),  codebook::abs_i8(codebook::kKvaluesIq4nl[7]),
+    codebook::abs_i8(codebook::kKvaluesIq4nl[8]),  codebook::abs_i8(codebook::kKvaluesIq4nl[9]),
+    codebook::abs_i8(codebook::kKvaluesIq4nl[10]), codebook::abs_i8(codebook::kKvaluesIq4nl[11]),
+    codebook::abs_i8(codebook::kKvaluesIq4nl[12]), codebook::abs_i8(codebook::kKvaluesIq4nl[13]),
+    codebook::abs_i8(codebook::kKvaluesIq4nl[14]), codebook::abs_i8(codebook::kKvaluesIq4nl[15])};
+inline constexpr uint32_t kIq4nlMagLo0 = codebook::table_word(kIq4nlMag, 0);
+inline constexpr uint32_t kIq4nlMagLo1 = codebook::table_word(kIq4nlMag, 1);
+inline constexpr uint32_t kIq4nlMagHi0 = codebook::table_word(kIq4nlMag, 2);
+inline constexpr uint32_t kIq4nlMagHi1 = codebook::table_word(kIq4nlMag, 3);
+
+// Four nibbles (one per byte) -> codebook magnitudes and signs. Codes 0..7 are the negative half.
+LOWBIT_HD void iq4nl_word(uint32_t nibbles, uint32_t& mag, uint32_t& neg) {
+  const uint32_t sel = nibble_selector(nibbles);
+  const uint32_t lo = byte_perm(kIq4nlMagLo0, kIq4nlMagLo1, sel);
+  const uint32_t hi = byte_perm(kIq4nlMagHi0, kIq4nlMagHi1, sel);
+  const uint32_t upper = expand_sign_bytes(nibbles << 4);  // 0xFF where code >= 8
+  mag = (hi & upper) | (lo & ~upper);
+  neg = ~(nibbles << 4) & 0x80808080u;
+}
+
+// Group g of a 32-weight nibble run at `qs`: weights 8g..8g+7 (bytes 8(g&1).., nibble g>>1).
+template <int kAlign>
+LOWBIT_HD void nibble_run_words(const uint8_t* qs, int g, uint32_t& w0, uint32_t& w1) {
+  const uint8_t* p = qs + 8 * (g & 1);
+  const int shift = 4 * (g >> 1);
+  w0 = (load_u32<kAlign>(p) >> shift) & 0x0F0F0F0Fu;
+  w1 = (load_u32<kAlign>(p + 4) >> shift) & 0x0F0F0F0Fu;
+}
+
+template <int kAlign>
+LOWBIT_HD MagnitudeGroup iq4nl_group(const uint8_t* qs, int g, float scale) {
+  uint32_t w0, w1;
+  nibble_run_words<kAlign>(qs, g, w0, w1);
+  MagnitudeGroup r;
+  iq4nl_word(w0, r.mag[0], r.neg[0]);
+  iq4nl_word(w1, r.mag[1], r.neg[1]);
+  r.scale = scale;
+  return r;
+}
+}  // namespace detail
+
+template <>
+struct FormatTraits<QuantType::IQ4_NL> {
+  using Block = BlockIq4nl;
+  using Group = MagnitudeGroup;
+  static constexpr QuantType kType = QuantType::IQ4_NL;
+  static constexpr const char* kName = "iq4_nl";
+  static constexpr int kBlockElems = 32;
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr int kAlign = 2;
+  static constexpr bool kSplitScales = false;
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
+    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+    return detail::iq4nl_group<2>(b.bytes + offsetof(Block, qs), g, d);
+  }
+};
+
+template <>
+struct FormatTraits<QuantType::IQ4_XS> {
+  using Block = BlockIq4xs;
+  using Group = MagnitudeGroup;
+  static constexpr QuantType kType = QuantType::IQ4_XS;
+  static constexpr const char* kName = "iq4_xs";
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = sizeof(Block);
+  static constexpr int kAlign = 8;
+  static constexpr bool kSplitScales = false;
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
+    const int ib = g >> 2;
+    const uint32_t scales_h = load_u16<8>(b.bytes + offsetof(Block, scales_h));
+    const uint32_t low = (b.bytes[offsetof(Block, scales_l) + (ib >> 1)] >> (4 * (ib & 1))) & 0xFu;
+    const int ls = static_cast<int>(low | (((scales_h >> (2 * ib)) & 3u) << 4));
+    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<8>(b.bytes)));
+    return detail::iq4nl_group<8>(b.bytes + offsetof(Block, qs) + 16 * ib, g & 3, d * static_cast<float>(ls - 32));
+  }
+};
+
+}  // namespace lowbit

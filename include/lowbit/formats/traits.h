@@ -1,0 +1,38 @@
+// The traits template every format specializes, and the list of weight types kernels iterate.
+//
+// A FormatTraits<T> specialization holds: Block (the struct whose layout IS the format, size
+// static_assert'ed), kName, kBlockElems, kBlockBytes, kAlign (alignment of a block start when the
+// tensor base is 16-byte aligned), kSplitScales, Group (the decoded form) and
+//   static Group decode_group(BlockRef block, int g, const Codebooks& cb)
+// decoding weights [8g, 8g + 8) of the block. Adding a format means one specialization and its
+// decode primitive; the CPU reference and every kernel are templates over these traits.
+#pragma once
+
+#include "lowbit/quant_type.h"
+#include "lowbit/formats/common.h"
+
+namespace lowbit {
+
+template <QuantType T>
+struct FormatTraits;  // specialized in the family headers
+
+inline constexpr int kGroupElems = 8;  // every decode primitive yields eight consecutive weights
+
+}  // namespace lowbit
+
+// X(Name) for every weight type, in ggml id order then lowbit's split types.
+#define LOWBIT_FOR_EACH_WEIGHT_TYPE(X) \
+  X(Q5_0)                              \
+  X(Q8_0)                              \
+  X(IQ2_XXS)                           \
+  X(IQ2_XS)                            \
+  X(IQ3_XXS)                           \
+  X(IQ1_S)                             \
+  X(IQ4_NL)                            \
+  X(IQ3_S)                             \
+  X(IQ2_S)                             \
+  X(IQ4_XS)                            \
+  X(IQ1_M)                             \
+  X(MXFP4)                             \
+  X(MXFP8_E4M3)                        \
+  X(MXFP4_SPLIT)
