@@ -11,8 +11,10 @@
 
 #if defined(__CUDACC__)
 #define LOWBIT_HD __host__ __device__ __forceinline__
+#define LOWBIT_UNROLL _Pragma("unroll")
 #else
 #define LOWBIT_HD inline
+#define LOWBIT_UNROLL
 #endif
 
 namespace lowbit {
@@ -213,7 +215,7 @@ LOWBIT_HD uint32_t group_byte(const uint32_t (&words)[2], int i) {
 
 // The float value of each weight, exactly as ggml's reference dequantization computes it.
 LOWBIT_HD void render_f32(const MagnitudeGroup& g, float* out) {
-#pragma unroll
+LOWBIT_UNROLL
   for (int i = 0; i < 8; ++i) {
     const float m = static_cast<float>(group_byte(g.mag, i));
     out[i] = g.scale * (group_byte(g.neg, i) ? -m : m);
@@ -221,7 +223,7 @@ LOWBIT_HD void render_f32(const MagnitudeGroup& g, float* out) {
 }
 
 LOWBIT_HD void render_f32(const Fp8Group& g, float* out) {
-#pragma unroll
+LOWBIT_UNROLL
   for (int i = 0; i < 8; ++i) out[i] = g.scale * e4m3_to_float(static_cast<uint8_t>(group_byte(g.e4m3, i)));
 }
 

@@ -1,0 +1,45 @@
+# CUDA detection and the kernel sources of the core library.
+#   LOWBIT_CUDA=AUTO: build the kernels when a CUDA compiler is found; ON: require it; OFF: skip.
+# Sets LOWBIT_HAS_CUDA.
+set(LOWBIT_HAS_CUDA OFF)
+if(NOT LOWBIT_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(LOWBIT_HAS_CUDA ON)
+  elseif(LOWBIT_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "LOWBIT_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()
+
+if(LOWBIT_HAS_CUDA)
+  # Hopper-only instructions (wgmma, setmaxnreg) need the sm_90a target, i.e.
+  # -gencode=arch=compute_90a,code=sm_90a; CMake spells it "90a" (CUDA_ARCHITECTURES).
+  set(CMAKE_CUDA_ARCHITECTURES ${LOWBIT_CUDA_ARCHS})
+  enable_language(CUDA)
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  find_package(CUDAToolkit REQUIRED)
+  message(STATUS "lowbit: CUDA kernels ON for architectures ${LOWBIT_CUDA_ARCHS}")
+else()
+  message(STATUS "lowbit: CUDA kernels OFF")
+endif()
+
+function(lowbit_add_cuda_sources target)
+  if(NOT LOWBIT_HAS_CUDA)
+    return()
+  endif()
+  file(GLOB cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/csrc/cuda/*.cu)
+  if(NOT cuda_sources)
+    return()
+  endif()
+  target_sources(${target} PRIVATE ${cuda_sources})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/csrc)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo -Xptxas=-warn-spills>)
+  target_compile_definitions(${target} PUBLIC LOWBIT_WITH_CUDA=1)
+  target_link_libraries(${target} PUBLIC CUDA::cudart)
+  set_target_properties(${target} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF CUDA_RESOLVE_DEVICE_SYMBOLS ON)
+  string(REPLACE ";" "," archs "${LOWBIT_CUDA_ARCHS}")
+  target_compile_definitions(${target} PUBLIC LOWBIT_CUDA_ARCHS="${archs}")
+endfunction()

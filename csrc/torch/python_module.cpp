@@ -1,0 +1,77 @@
+// The pybind11 module lowbit._C. Loading it registers the torch ops (TORCH_LIBRARY in this
+// shared object); the functions here expose the C++ core's facts to Python.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "lowbit/capabilities.h"
+#include "lowbit/quant_type.h"
+
+namespace py = pybind11;
+
+namespace {
+
+py::dict type_dict(const lowbit::TypeInfo& t) {
+  py::dict d;
+  d["id"] = static_cast<int>(t.type);
+  d["name"] = t.name;
+  d["block_elems"] = t.block_elems;
+  d["block_bytes"] = t.block_bytes;
+  d["split_scales"] = t.split_scales;
+  d["is_weight"] = t.is_weight;
+  d["has_quantizer"] = t.has_quantizer;
+  d["bits_per_weight"] = t.bits_per_weight;
+  return d;
+}
+
+py::dict capabilities_dict() {
+  const lowbit::Capabilities caps = lowbit::capabilities();
+  py::dict build;
+  build["version"] = caps.version;
+  build["cuda_compiled"] = caps.cuda_compiled;
+  build["cuda_archs"] = caps.cuda_archs;
+  build["cuda_runtime_version"] = caps.cuda_runtime_version;
+  py::list devices;
+  for (const auto& d : caps.cuda_devices) {
+    py::dict dev;
+    dev["index"] = d.index;
+    dev["name"] = d.name;
+    dev["compute_capability"] = py::make_tuple(d.compute_major, d.compute_minor);
+    dev["multiprocessors"] = d.multiprocessors;
+    dev["runs_kernels"] = d.runs_kernels;
+    devices.append(dev);
+  }
+  py::dict types;
+  for (const auto& t : caps.types) {
+    py::dict entry = type_dict(*t.info);
+    py::dict k;
+    k["cpu_reference"] = t.kernels.cpu_reference;
+    k["cpu_quantize"] = t.kernels.cpu_quantize;
+    k["cuda_dequant"] = t.kernels.cuda_dequant;
+    k["cuda_mmvq"] = t.kernels.cuda_mmvq;
+    k["cuda_mmq"] = t.kernels.cuda_mmq;
+    k["cuda_moe_vec"] = t.kernels.cuda_moe_vec;
+    k["cuda_moe_batched"] = t.kernels.cuda_moe_batched;
+    entry["kernels"] = k;
+    types[t.info->name] = entry;
+  }
+  py::dict out;
+  out["build"] = build;
+  out["cuda_devices"] = devices;
+  out["types"] = types;
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "lowbit's compiled core: torch ops (torch.ops.lowbit.*) and build facts";
+  m.def("capabilities", &capabilities_dict, "What this build and machine can run, per type and kernel");
+  m.def(
+      "types",
+      [] {
+        py::list out;
+        for (const auto& t : lowbit::all_types()) out.append(type_dict(t));
+        return out;
+      },
+      "Every quant type the C++ core knows");
+}

@@ -1,0 +1,47 @@
+// Turning torch tensors into lowbit's raw views, with the argument checks every op shares.
+// Errors name the argument and the rule (TORCH_CHECK -> RuntimeError / ValueError in Python).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <optional>
+#include <string>
+
+#include "lowbit/error.h"
+#include "lowbit/quant_type.h"
+#include "lowbit/weights.h"
+
+namespace lowbit::torch_ops {
+
+// A quantized weight tensor (and its split scales) checked against its type.
+struct WeightArg {
+  QuantType type;
+  const TypeInfo* info;
+  int64_t experts;  // 0 for a 2-D weight
+  int64_t rows;     // N
+  int64_t k;        // K
+  WeightView view;  // data pointers are null for Meta tensors
+};
+
+// Validates w (uint8 [N, row_bytes] or [E, N, row_bytes]; split MX: elements + scales) for qtype.
+// `k` (-1: derive) is checked against row_bytes. Names arguments as `w_name` / `scales_name`.
+WeightArg weight_arg(const at::Tensor& w, int64_t qtype, int64_t k, const std::optional<at::Tensor>& scales,
+                     const char* w_name, const char* scales_name, bool allow_3d);
+
+// x must be float32/bfloat16/float16, on w's device.
+void check_activation(const at::Tensor& x, const char* name, const at::Tensor& w, const char* w_name);
+
+void check_same_device(const at::Tensor& a, const char* a_name, const at::Tensor& b, const char* b_name);
+
+// Runs f, rethrowing lowbit::Error as c10::ValueError (Python ValueError, same message).
+template <class F>
+decltype(auto) translate_errors(F&& f) {
+  try {
+    return f();
+  } catch (const lowbit::Error& e) {
+    TORCH_CHECK_VALUE(false, e.what());
+  }
+}
+
+}  // namespace lowbit::torch_ops

@@ -1,0 +1,143 @@
+"""The Python surface of lowbit: thin, typed wrappers over the torch ops in torch.ops.lowbit."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import torch
+
+from . import _C  # noqa: F401  (loading the extension registers torch.ops.lowbit)
+from ._types import QTypeLike, as_quant_type
+
+_SCALE_RULES = {"ocp": 0, "round_up": 1}
+
+
+def dequantize(
+    w: torch.Tensor,
+    qtype: QTypeLike,
+    k: Optional[int] = None,
+    *,
+    scales: Optional[torch.Tensor] = None,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """Decode a quantized weight to floats.
+
+    Args:
+        w: uint8 [N, row_bytes] (or [E, N, row_bytes]) holding the GGUF blocks unchanged, or the
+            elements tensor of a split MX type ([N, K] E4M3 bytes / [N, K/2] packed E2M1).
+        qtype: the weight's type (QuantType, lower-case name or ggml id).
+        k: K, checked against row_bytes when given.
+        scales: uint8 E8M0 [N, K/32] (or [E, N, K/32]) for split MX types; None otherwise.
+        dtype: torch.float32, torch.bfloat16 or torch.float16.
+
+    Returns:
+        [N, K] (or [E, N, K]) in `dtype`; float32 is bit-exact with ggml's reference.
+    """
+    q = as_quant_type(qtype)
+    return torch.ops.lowbit.dequantize(w, int(q), -1 if k is None else int(k), scales=scales, dtype=dtype)
+
+
+def linear(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    qtype: QTypeLike,
+    *,
+    scales: Optional[torch.Tensor] = None,
+    bias: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """y = x @ W^T (+ bias) computed from the quantized weight.
+
+    Args:
+        x: [..., K] float32, bfloat16 or float16.
+        w: quantized weight [N, row_bytes] (see `dequantize`).
+        scales: split MX scales [N, K/32].
+        bias: optional [N].
+
+    Returns:
+        [..., N] in x's dtype.
+    """
+    q = as_quant_type(qtype)
+    return torch.ops.lowbit.linear(x, w, int(q), scales=scales, bias=bias)
+
+
+def quantize(
+    w_float: torch.Tensor, qtype: QTypeLike, *, scale_rule: str = "ocp"
+) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """Quantize floats [..., K] to mxfp8_e4m3, mxfp4_split, mxfp4 (GGUF), q8_0 or q8_1.
+
+    Args:
+        w_float: floating tensor [..., K]; K a multiple of the type's block.
+        qtype: target type.
+        scale_rule: MX types only: "ocp" (floor(log2(amax)) - emax, OCP MX v1.0) or "round_up"
+            (ceil(log2(amax / max_element)), never saturates).
+
+    Returns:
+        (data uint8 [..., row_bytes], scales uint8 [..., K/32]) for split MX types, and
+        (blocks uint8 [..., row_bytes], None) for GGUF types. A split MX block holding NaN or Inf
+        gets scale 0xFF (NaN) and zero elements; GGUF types raise on non-finite input.
+    """
+    q = as_quant_type(qtype)
+    if scale_rule not in _SCALE_RULES:
+        raise ValueError(f"scale_rule must be one of {sorted(_SCALE_RULES)}, got {scale_rule!r}")
+    data, scales = torch.ops.lowbit.quantize(w_float, int(q), scale_rule=_SCALE_RULES[scale_rule])
+    return data, (scales if scales.numel() > 0 else None)
+
+
+def fused_moe(
+    x: torch.Tensor,
+    w13: torch.Tensor,
+    w2: torch.Tensor,
+    topk_weights: torch.Tensor,
+    topk_ids: torch.Tensor,
+    *,
+    w13_type: QTypeLike,
+    w2_type: QTypeLike,
+    activation: str = "silu",
+    w13_scales: Optional[torch.Tensor] = None,
+    w2_scales: Optional[torch.Tensor] = None,
+    expert_range: Optional[Sequence[int]] = None,
+) -> torch.Tensor:
+    """A Mixture-of-Experts layer on quantized expert weights.
+
+    out[t] = sum_j topk_weights[t, j] * W2[e] (act(g) * u), with [g, u] = W13[e] x[t] split in
+    halves (the first half is activated) and e = topk_ids[t, j].
+
+    Args:
+        x: [T, H] float32, bfloat16 or float16.
+        w13: [E, 2I, row_bytes(H)] gate rows then up rows, type `w13_type`.
+        w2: [E, H, row_bytes(I)], type `w2_type` (may differ from w13_type).
+        topk_weights: [T, top_k] floating.
+        topk_ids: [T, top_k] int32 or int64 global expert ids. Ids that are negative, past the last
+            expert or outside `expert_range` contribute exactly zero.
+        activation: "silu", "gelu" or "gelu_tanh".
+        w13_scales, w2_scales: E8M0 scales for split MX types.
+        expert_range: (start, end): this rank holds global experts [start, end) (expert
+            parallelism); end - start must equal E. Default (0, E).
+
+    Returns:
+        [T, H] in x's dtype.
+    """
+    a = as_quant_type(w13_type, "w13_type")
+    b = as_quant_type(w2_type, "w2_type")
+    rng = None if expert_range is None else [int(v) for v in expert_range]
+    return torch.ops.lowbit.fused_moe(
+        x,
+        w13,
+        w2,
+        topk_weights,
+        topk_ids,
+        w13_type=int(a),
+        w2_type=int(b),
+        activation=activation,
+        w13_scales=w13_scales,
+        w2_scales=w2_scales,
+        expert_range=rng,
+    )
+
+
+def capabilities() -> dict[str, Any]:
+    """What this build and machine run: build facts, CUDA devices, and per type its kernels."""
+    caps: dict[str, Any] = _C.capabilities()
+    caps["build"]["torch_version"] = torch.__version__
+    caps["build"]["torch_cuda"] = torch.version.cuda
+    return caps

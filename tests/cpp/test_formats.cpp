@@ -1,0 +1,138 @@
+// Format core: block sizes, type table, codebook identities, scalar conversions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "lowbit/error.h"
+#include "lowbit/formats/all.h"
+#include "lowbit/weights.h"
+
+namespace lowbit {
+namespace {
+
+TEST(TypeTable, EveryWeightTypeMatchesItsTraits) {
+  int weights = 0;
+  for (const TypeInfo& info : all_types()) {
+    if (!info.is_weight) continue;
+    ++weights;
+    visit_weight_type(info.type, [&](auto traits) {
+      using T = decltype(traits);
+      EXPECT_EQ(info.block_elems, T::kBlockElems) << info.name;
+      EXPECT_EQ(info.block_bytes, T::kBlockBytes) << info.name;
+      EXPECT_STREQ(info.name, T::kName);
+      EXPECT_EQ(info.block_elems % kGroupElems, 0) << info.name;
+    });
+  }
+  EXPECT_EQ(weights, 14);
+}
+
+TEST(TypeTable, GgmlIdsAndSizes) {
+  struct Expect {
+    int id;
+    const char* name;
+    int elems, bytes;
+  };
+  const Expect expected[] = {{16, "iq2_xxs", 256, 66}, {17, "iq2_xs", 256, 74}, {22, "iq2_s", 256, 82},
+                             {18, "iq3_xxs", 256, 98}, {21, "iq3_s", 256, 110}, {19, "iq1_s", 256, 50},
+                             {29, "iq1_m", 256, 56},   {20, "iq4_nl", 32, 18},  {23, "iq4_xs", 256, 136},
+                             {39, "mxfp4", 32, 17},    {8, "q8_0", 32, 34},     {6, "q5_0", 32, 22},
+                             {9, "q8_1", 32, 36}};
+  for (const Expect& e : expected) {
+    const TypeInfo* info = find_type(e.id);
+    ASSERT_NE(info, nullptr) << e.name;
+    EXPECT_STREQ(info->name, e.name);
+    EXPECT_EQ(info->block_elems, e.elems) << e.name;
+    EXPECT_EQ(info->block_bytes, e.bytes) << e.name;
+    EXPECT_EQ(find_type(e.name), info);
+  }
+}
+
+TEST(TypeTable, ActivationAndUnknownTypesAreRejectedAsWeights) {
+  EXPECT_THROW(weight_type_info(9), Error);
+  EXPECT_THROW(weight_type_info(12345), Error);
+  try {
+    weight_type_info(9, "qtype");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("qtype"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("activation"), std::string::npos);
+  }
+}
+
+TEST(Shapes, RowBytesAndK) {
+  EXPECT_EQ(row_bytes(QuantType::IQ4_XS, 14336), 56 * 136);
+  EXPECT_EQ(k_from_row_bytes(QuantType::IQ4_XS, 56 * 136), 14336);
+  EXPECT_EQ(row_bytes(QuantType::MXFP4_SPLIT, 64), 32);
+  EXPECT_EQ(scales_per_row(QuantType::MXFP8_E4M3, 96), 3);
+  EXPECT_THROW(row_bytes(QuantType::IQ2_XXS, 300), Error);
+  EXPECT_THROW(row_bytes(QuantType::IQ4_NL, 0), Error);
+  EXPECT_THROW(k_from_row_bytes(QuantType::IQ2_XXS, 67), Error);
+  EXPECT_THROW(row_bytes(QuantType::Q8_1, 32), Error);
+}
+
+TEST(Codebooks, KsignsFormulaEqualsGgmlTable) {
+  for (uint32_t i = 0; i < 128; ++i) EXPECT_EQ(ksigns_iq2xs(i), codebook::kKsignsIq2xs[i]) << i;
+}
+
+TEST(Codebooks, GridValuesAreTheFormatsMagnitudes) {
+  for (uint64_t row : codebook::kIq2xxsGrid)
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t b = (row >> (8 * i)) & 0xFF;
+      EXPECT_TRUE(b == 0x08 || b == 0x19 || b == 0x2b);
+    }
+  for (uint64_t row : codebook::kIq1sGrid)
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t b = (row >> (8 * i)) & 0xFF;
+      EXPECT_TRUE(b == 0xFF || b == 0x00 || b == 0x01);
+    }
+  EXPECT_EQ(codebook::kIq2xxsGrid[0], 0x0808080808080808ull);
+  EXPECT_EQ(codebook::kIq3xxsGrid[0], 0x04040404u);
+  EXPECT_EQ(codebook::kIq3sGrid[511] & 0xFF, codebook::kIq3sGrid[511] & 0xFF);
+}
+
+TEST(Scalars, Fp16RoundTripsEveryFiniteValue) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint16_t bits = static_cast<uint16_t>(h);
+    const float f = fp16_to_float(bits);
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(fp16_to_float(float_to_fp16(f))));
+      continue;
+    }
+    EXPECT_EQ(float_to_fp16(f), bits) << h;
+  }
+}
+
+TEST(Scalars, Fp16RoundsToNearestEven) {
+  EXPECT_EQ(float_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);       // tie -> even (1.0)
+  EXPECT_EQ(float_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);   // tie -> even (1 + 2^-9)
+  EXPECT_EQ(float_to_fp16(65520.0f), 0x7C00);                           // rounds past max -> inf
+  EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -25)), 0x0000);              // half the min subnormal -> 0
+  EXPECT_EQ(float_to_fp16(std::ldexp(1.5f, -25)), 0x0001);
+}
+
+TEST(Scalars, E8m0AndE4m3) {
+  EXPECT_EQ(e8m0_to_float(127), 1.0f);
+  EXPECT_EQ(e8m0_to_float(0), std::ldexp(1.0f, -127));
+  EXPECT_EQ(e8m0_to_float(254), std::ldexp(1.0f, 127));
+  EXPECT_TRUE(std::isnan(e8m0_to_float(255)));
+  EXPECT_EQ(e8m0_to_float_half_ggml(127), 0.5f);
+  EXPECT_EQ(e8m0_to_float_half_ggml(0), std::ldexp(1.0f, -128));
+  EXPECT_EQ(e8m0_to_float_half_ggml(255), std::ldexp(1.0f, 127));
+  EXPECT_EQ(e4m3_to_float(0x7E), 448.0f);
+  EXPECT_EQ(e4m3_to_float(0x01), std::ldexp(1.0f, -9));
+  EXPECT_EQ(e4m3_to_float(0x08), std::ldexp(1.0f, -6));
+  EXPECT_EQ(e4m3_to_float(0xB8), -1.0f);
+  EXPECT_TRUE(std::isnan(e4m3_to_float(0x7F)));
+  EXPECT_TRUE(std::isnan(e4m3_to_float(0xFF)));
+}
+
+TEST(BytePerm, HostMatchesPrmtSemantics) {
+  EXPECT_EQ(byte_perm(0x03020100u, 0x07060504u, 0x7531u), 0x07050301u);
+  EXPECT_EQ(byte_perm(0x00000080u, 0u, 0x4448u), 0x000000FFu);  // sign replicate
+  EXPECT_EQ(spread_sign_bits4(0b1010u), 0x80008000u);
+}
+
+}  // namespace
+}  // namespace lowbit
