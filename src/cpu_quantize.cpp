@@ -11,11 +11,13 @@
 namespace lowbit::cpu {
 namespace {
 
+// Largest magnitude of a block; NaN when any element is NaN.
 float block_amax(const float* x, int n) {
   float amax = 0.0f;
   for (int i = 0; i < n; ++i) {
     const float a = std::fabs(x[i]);
-    if (!(a <= amax)) amax = a;  // also takes NaN, so a NaN anywhere makes amax NaN
+    if (std::isnan(a)) return a;
+    if (a > amax) amax = a;
   }
   return amax;
 }

@@ -73,8 +73,8 @@ FusedMoePlan plan_fused_moe(const at::Tensor& x, const at::Tensor& w13, const at
                             const std::optional<at::Tensor>& w2_scales, at::OptionalIntArrayRef expert_range) {
   TORCH_CHECK_VALUE(w13.dim() == 3, "w13 must be 3-D [E, 2I, row_bytes], got shape ", w13.sizes());
   TORCH_CHECK_VALUE(w2.dim() == 3, "w2 must be 3-D [E, H, row_bytes], got shape ", w2.sizes());
-  FusedMoePlan p{weight_arg(w13, w13_type, -1, w13_scales, "w13", "w13_scales", true),
-                 weight_arg(w2, w2_type, -1, w2_scales, "w2", "w2_scales", true),
+  FusedMoePlan p{weight_arg(w13, w13_type, -1, w13_scales, "w13", "w13_scales", true, "w13_type"),
+                 weight_arg(w2, w2_type, -1, w2_scales, "w2", "w2_scales", true, "w2_type"),
                  0, 0, 0, 0, 0, 0, parse_activation(activation)};
   check_activation(x, "x", w13, "w13");
   check_same_device(w2, "w2", w13, "w13");

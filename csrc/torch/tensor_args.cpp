@@ -22,8 +22,8 @@ void check_same_device(const at::Tensor& a, const char* a_name, const at::Tensor
 }
 
 WeightArg weight_arg(const at::Tensor& w, int64_t qtype, int64_t k, const std::optional<at::Tensor>& scales,
-                     const char* w_name, const char* scales_name, bool allow_3d) {
-  const TypeInfo& info = translate_errors([&]() -> const TypeInfo& { return weight_type_info(qtype, "qtype"); });
+                     const char* w_name, const char* scales_name, bool allow_3d, const char* type_name) {
+  const TypeInfo& info = translate_errors([&]() -> const TypeInfo& { return weight_type_info(qtype, type_name); });
   WeightArg a{info.type, &info, 0, 0, 0, {}};
   TORCH_CHECK_VALUE(w.dim() == 2 || (allow_3d && w.dim() == 3), w_name, " must be ",
                     allow_3d ? "2-D [N, row_bytes] or 3-D [E, N, row_bytes]" : "2-D [N, row_bytes]", ", got shape ",

@@ -25,9 +25,9 @@ struct WeightArg {
 };
 
 // Validates w (uint8 [N, row_bytes] or [E, N, row_bytes]; split MX: elements + scales) for qtype.
-// `k` (-1: derive) is checked against row_bytes. Names arguments as `w_name` / `scales_name`.
+// `k` (-1: derive) is checked against row_bytes. Errors name `w_name`, `scales_name`, `type_name`.
 WeightArg weight_arg(const at::Tensor& w, int64_t qtype, int64_t k, const std::optional<at::Tensor>& scales,
-                     const char* w_name, const char* scales_name, bool allow_3d);
+                     const char* w_name, const char* scales_name, bool allow_3d, const char* type_name = "qtype");
 
 // x must be float32/bfloat16/float16, on w's device.
 void check_activation(const at::Tensor& x, const char* name, const at::Tensor& w, const char* w_name);

@@ -6,7 +6,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from . import _C  # noqa: F401  (loading the extension registers torch.ops.lowbit)
+from . import _C, _fake  # noqa: F401  (loading them registers torch.ops.lowbit and its fakes)
 from ._types import QTypeLike, as_quant_type
 
 _SCALE_RULES = {"ocp": 0, "round_up": 1}

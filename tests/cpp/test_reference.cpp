@@ -1,0 +1,140 @@
+// The C++ CPU reference API: linear and MoE against direct computation, MX codes, argument errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "lowbit/cpu.h"
+#include "lowbit/error.h"
+#include "lowbit/formats/all.h"
+
+namespace lowbit {
+namespace {
+
+std::vector<uint8_t> random_blocks(QuantType t, int64_t rows, int64_t k, std::mt19937& rng) {
+  const TypeInfo& info = *find_type(static_cast<int64_t>(t));
+  const int64_t blocks = rows * k / info.block_elems;
+  std::vector<uint8_t> w(static_cast<size_t>(blocks * info.block_bytes));
+  std::uniform_real_distribution<float> scale(1e-3f, 4e-3f);
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  for (int64_t i = 0; i < blocks; ++i) {  // realistic fp16 d at offset 0 (the types used here have it)
+    const uint16_t d = float_to_fp16(scale(rng));
+    std::memcpy(&w[static_cast<size_t>(i * info.block_bytes)], &d, 2);
+  }
+  return w;
+}
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> normal;
+  std::vector<float> v(n);
+  for (auto& x : v) x = normal(rng);
+  return v;
+}
+
+WeightView view_of(const std::vector<uint8_t>& w, QuantType t, int64_t k) {
+  WeightView v;
+  v.data = w.data();
+  v.row_stride = row_bytes(t, k);
+  return v;
+}
+
+TEST(CpuLinear, MatchesDoubleDotProductsOfTheDecodedRows) {
+  std::mt19937 rng(std::random_device{}());
+  const int64_t m = 3, n = 7, k = 512;
+  const QuantType t = QuantType::IQ3_S;
+  const auto w = random_blocks(t, n, k, rng);
+  const auto x = random_floats(m * k, rng);
+  const auto bias = random_floats(n, rng);
+  std::vector<float> dense(n * k), y(m * n);
+  cpu::dequantize(t, view_of(w, t, k), n, k, dense.data(), FloatType::F32, k);
+  cpu::linear(x.data(), m, t, view_of(w, t, k), n, k, bias.data(), y.data());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = bias[j];
+      for (int64_t c = 0; c < k; ++c) s += static_cast<double>(x[i * k + c]) * dense[j * k + c];
+      EXPECT_EQ(y[i * n + j], static_cast<float>(s));
+    }
+}
+
+TEST(CpuQuantize, Mxfp8CodesAndScales) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 448.0f;
+  x[1] = 1.0f;
+  x[2] = -2.0f;
+  x[3] = 500.0f;
+  std::vector<uint8_t> data(32), scales(1);
+  cpu::quantize(QuantType::MXFP8_E4M3, x.data(), 1, 32, ScaleRule::kOcpFloor, data.data(), scales.data());
+  EXPECT_EQ(scales[0], 127);
+  EXPECT_EQ(data[0], 0x7E);
+  EXPECT_EQ(data[1], 0x38);
+  EXPECT_EQ(data[2], 0xC0);
+  EXPECT_EQ(data[3], 0x7E);  // saturated
+  cpu::quantize(QuantType::MXFP8_E4M3, x.data(), 1, 32, ScaleRule::kRoundUp, data.data(), scales.data());
+  EXPECT_EQ(scales[0], 128);
+}
+
+TEST(CpuMoe, InvalidAndNonLocalIdsAddNothing) {
+  std::mt19937 rng(std::random_device{}());
+  const int64_t H = 64, I = 32, E = 2, T = 3, K = 2;
+  const QuantType t = QuantType::Q8_0;
+  const auto w13 = random_blocks(t, E * 2 * I, H, rng);
+  const auto w2 = random_blocks(t, E * H, I, rng);
+  cpu::MoeLayer layer{t, view_of(w13, t, H), t, view_of(w2, t, I), E, H, I};
+  layer.w13.expert_stride = 2 * I * row_bytes(t, H);
+  layer.w2.expert_stride = H * row_bytes(t, I);
+  layer.expert_begin = 10;
+  const auto x = random_floats(T * H, rng);
+  const std::vector<float> weights = {0.5f, 0.5f, 1.0f, 1.0f, 0.3f, 0.7f};
+  const std::vector<int64_t> ids = {10, 11, -1, 12, 11, 9};
+  std::vector<float> out(T * H);
+  cpu::fused_moe(x.data(), T, layer, weights.data(), ids.data(), K, out.data());
+  for (int64_t c = 0; c < H; ++c) EXPECT_EQ(out[1 * H + c], 0.0f);  // ids -1 and 12 (not local)
+  // token 2 uses only its slot with id 11, weight 0.3
+  std::vector<float> one(T * H);
+  const std::vector<int64_t> ids_one = {-1, -1, -1, -1, 11, -1};
+  cpu::fused_moe(x.data(), T, layer, weights.data(), ids_one.data(), K, one.data());
+  for (int64_t c = 0; c < H; ++c) EXPECT_EQ(out[2 * H + c], one[2 * H + c]);
+  double norm = 0;
+  for (int64_t c = 0; c < H; ++c) norm += std::fabs(out[c]);
+  EXPECT_GT(norm, 0.0);
+}
+
+TEST(CpuErrors, NameTheArgument) {
+  std::vector<uint8_t> w(136 * 2);
+  std::vector<float> out(512);
+  WeightView v;
+  v.data = w.data();
+  v.row_stride = 136;
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { cpu::dequantize(QuantType::IQ4_XS, v, 1, 300, out.data(), FloatType::F32, 300); })
+                .find("k: K = 300 must be a positive multiple of 256"),
+            std::string::npos);
+  EXPECT_NE(message([&] { cpu::dequantize(QuantType::Q8_1, v, 1, 32, out.data(), FloatType::F32, 32); })
+                .find("activation format"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              cpu::quantize(QuantType::IQ2_XXS, out.data(), 1, 256, ScaleRule::kOcpFloor, w.data(), nullptr);
+            }).find("qtype: lowbit has no quantizer for iq2_xxs"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              cpu::quantize(QuantType::MXFP8_E4M3, out.data(), 1, 32, ScaleRule::kOcpFloor, w.data(), nullptr);
+            }).find("scales:"),
+            std::string::npos);
+  WeightView split;
+  split.data = w.data();
+  split.row_stride = 32;
+  EXPECT_NE(message([&] { cpu::dequantize(QuantType::MXFP8_E4M3, split, 1, 32, out.data(), FloatType::F32, 32); })
+                .find("scales:"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace lowbit

@@ -1,0 +1,141 @@
+"""Bad input raises a clear error naming the argument and the rule, in every entry point."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from _helpers import random_weight
+
+import lowbit
+from lowbit import QuantType
+
+
+@pytest.fixture
+def iq4(rng: np.random.Generator) -> torch.Tensor:
+    return random_weight(QuantType.IQ4_XS, 8, 512, rng)[0]
+
+
+def test_q8_1_is_not_a_weight_type(iq4: torch.Tensor) -> None:
+    x = torch.randn(2, 512)
+    with pytest.raises(ValueError, match=r"qtype: q8_1 is an activation format"):
+        lowbit.dequantize(iq4, "q8_1")
+    with pytest.raises(ValueError, match=r"qtype: q8_1 is an activation format"):
+        lowbit.linear(x, iq4, QuantType.Q8_1)
+    with pytest.raises(ValueError, match=r"qtype: q8_1 is an activation format"):
+        torch.ops.lowbit.dequantize(iq4, 9)
+
+
+def test_unknown_type_ids_and_names(iq4: torch.Tensor) -> None:
+    with pytest.raises(ValueError, match=r"qtype: 12345 is not a quant type id"):
+        lowbit.dequantize(iq4, 12345)
+    with pytest.raises(ValueError, match=r"qtype: 12345 is not a quant type id"):
+        torch.ops.lowbit.dequantize(iq4, 12345)
+    with pytest.raises(ValueError, match=r"qtype: unknown quant type name 'iq5_xl'"):
+        lowbit.linear(torch.randn(1, 512), iq4, "iq5_xl")
+
+
+def test_rows_that_are_not_whole_blocks() -> None:
+    w = torch.zeros(4, 67, dtype=torch.uint8)
+    with pytest.raises(ValueError, match=r"w: a row of 67 bytes is not a whole number of iq2_xxs blocks"):
+        lowbit.dequantize(w, "iq2_xxs")
+
+
+def test_k_inconsistent_with_row_bytes(iq4: torch.Tensor) -> None:
+    with pytest.raises(ValueError, match=r"k: 256 is inconsistent with w's rows of 272 bytes, which hold K = 512"):
+        lowbit.dequantize(iq4, "iq4_xs", k=256)
+    assert lowbit.dequantize(iq4, "iq4_xs", k=512).shape == (8, 512)
+
+
+def test_wrong_dtypes(iq4: torch.Tensor) -> None:
+    with pytest.raises(ValueError, match=r"w must be uint8 bytes for iq4_xs, got Float"):
+        lowbit.dequantize(iq4.float(), "iq4_xs")
+    with pytest.raises(ValueError, match=r"x must be float32, bfloat16 or float16, got Int"):
+        lowbit.linear(torch.ones(1, 512, dtype=torch.int32), iq4, "iq4_xs")
+    with pytest.raises(ValueError, match=r"dtype must be torch.float32, torch.bfloat16 or torch.float16"):
+        lowbit.dequantize(iq4, "iq4_xs", dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"bias must have shape \[N\] = \[8\]"):
+        lowbit.linear(torch.randn(1, 512), iq4, "iq4_xs", bias=torch.randn(7))
+
+
+def test_non_contiguous_weight(iq4: torch.Tensor) -> None:
+    w = torch.cat([iq4, iq4], dim=1)[:, ::2]
+    with pytest.raises(ValueError, match=r"w must be contiguous"):
+        lowbit.dequantize(w, "iq4_xs")
+
+
+def test_x_of_the_wrong_width(iq4: torch.Tensor) -> None:
+    with pytest.raises(ValueError, match=r"x must have shape \[\.\.\., K\] with K = 512"):
+        lowbit.linear(torch.randn(3, 256), iq4, "iq4_xs")
+
+
+def test_tensors_on_different_devices(iq4: torch.Tensor) -> None:
+    x = torch.empty(2, 512, device="meta")
+    with pytest.raises(ValueError, match=r"x is on meta but w is on cpu"):
+        torch.ops.lowbit.linear.default(x, iq4, int(QuantType.IQ4_XS))
+    data, scales = lowbit.quantize(torch.randn(4, 64), "mxfp8_e4m3")
+    with pytest.raises(ValueError, match=r"scales is on meta but w is on cpu"):
+        lowbit.dequantize(data, "mxfp8_e4m3", scales=scales.to("meta"))
+
+
+def test_split_scales_rules(rng: np.random.Generator, iq4: torch.Tensor) -> None:
+    data, scales = lowbit.quantize(torch.randn(4, 64), "mxfp4_split")
+    with pytest.raises(ValueError, match=r"scales is required: mxfp4_split keeps its E8M0 scales"):
+        lowbit.dequantize(data, "mxfp4_split")
+    with pytest.raises(ValueError, match=r"scales must have shape \[4, 2\]"):
+        lowbit.dequantize(data, "mxfp4_split", scales=scales[:, :1].contiguous())
+    with pytest.raises(ValueError, match=r"scales must be uint8 or float8_e8m0fnu"):
+        lowbit.dequantize(data, "mxfp4_split", scales=scales.float())
+    with pytest.raises(ValueError, match=r"scales must be None: iq4_xs stores its scales inside its blocks"):
+        lowbit.dequantize(iq4, "iq4_xs", scales=scales)
+
+
+def test_quantize_rules() -> None:
+    with pytest.raises(ValueError, match=r"qtype: lowbit has no quantizer for iq2_xxs"):
+        lowbit.quantize(torch.randn(2, 256), "iq2_xxs")
+    with pytest.raises(ValueError, match=r"w: K = 48 \(its last dim\) must be a positive multiple of 32"):
+        lowbit.quantize(torch.randn(2, 48), "mxfp8_e4m3")
+    with pytest.raises(ValueError, match=r"scale_rule must be one of"):
+        lowbit.quantize(torch.randn(2, 64), "mxfp8_e4m3", scale_rule="ceil")
+    with pytest.raises(ValueError, match=r"w must be a floating tensor"):
+        lowbit.quantize(torch.ones(2, 64, dtype=torch.int32), "q8_0")
+
+
+def moe_args(rng: np.random.Generator) -> dict:
+    w13, _ = random_weight(QuantType.IQ4_NL, 64, 32, rng, experts=2)
+    w2, _ = random_weight(QuantType.Q8_0, 32, 32, rng, experts=2)
+    return dict(
+        x=torch.randn(3, 32),
+        w13=w13,
+        w2=w2,
+        topk_weights=torch.rand(3, 2),
+        topk_ids=torch.zeros(3, 2, dtype=torch.int64),
+        w13_type="iq4_nl",
+        w2_type="q8_0",
+    )
+
+
+def call_moe(args: dict, **changes) -> torch.Tensor:
+    a = {**args, **changes}
+    return lowbit.fused_moe(
+        a.pop("x"), a.pop("w13"), a.pop("w2"), a.pop("topk_weights"), a.pop("topk_ids"), **a
+    )
+
+
+def test_fused_moe_argument_errors(rng: np.random.Generator) -> None:
+    args = moe_args(rng)
+    assert call_moe(args).shape == (3, 32)
+    with pytest.raises(ValueError, match=r"topk_ids must have shape \[T, top_k\] with T = 3"):
+        call_moe(args, topk_ids=torch.zeros(2, 2, dtype=torch.int64))
+    with pytest.raises(ValueError, match=r"topk_ids must be int32 or int64, got Float"):
+        call_moe(args, topk_ids=torch.zeros(3, 2))
+    with pytest.raises(ValueError, match=r"topk_weights must have the shape of topk_ids"):
+        call_moe(args, topk_weights=torch.rand(3, 1))
+    with pytest.raises(ValueError, match=r"w2_type: q8_1 is an activation format"):
+        call_moe(args, w2_type="q8_1")
+    with pytest.raises(ValueError, match=r"w13 rows hold K = 32 weights but x has H = 64"):
+        call_moe(args, x=torch.randn(3, 64))
+    with pytest.raises(ValueError, match=r"expert_range must be \[start, end\) with end - start = E = 2"):
+        call_moe(args, expert_range=(0, 5))
+    with pytest.raises(ValueError, match=r"activation must be \"silu\", \"gelu\" or \"gelu_tanh\""):
+        call_moe(args, activation="relu")
