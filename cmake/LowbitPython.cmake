@@ -25,8 +25,10 @@ if(LOWBIT_TORCH_CUDA)
   list(APPEND torch_sources ${torch_cuda_sources})
 endif()
 pybind11_add_module(_C MODULE ${torch_sources})
+# torch's headers are written for C++20 (they warn under C++17)
+set_target_properties(_C PROPERTIES CXX_STANDARD 20)
 target_link_libraries(_C PRIVATE lowbit ${TORCH_LIBRARIES})
-target_include_directories(_C PRIVATE ${PROJECT_SOURCE_DIR}/csrc ${TORCH_INCLUDE_DIRS})
+target_include_directories(_C PRIVATE ${PROJECT_SOURCE_DIR}/csrc ${PROJECT_SOURCE_DIR}/csrc/torch ${TORCH_INCLUDE_DIRS})
 target_compile_options(_C PRIVATE ${TORCH_CXX_FLAGS})
 target_compile_definitions(_C PRIVATE TORCH_EXTENSION_NAME=_C
   $<$<BOOL:${LOWBIT_TORCH_CUDA}>:LOWBIT_TORCH_CUDA=1>)
@@ -36,10 +38,15 @@ set_target_properties(_C PROPERTIES INSTALL_RPATH "$ORIGIN")
 if(LOWBIT_HAS_CUDA AND NOT LOWBIT_TORCH_CUDA AND torch_cuda_sources)
   # CPU-only torch: still compile the CUDA op glue (headers ship with every torch) so that a
   # CPU-only CI catches build breaks in it. Nothing links these objects.
+  # A CPU wheel ships c10/cuda headers but not the header its CUDA build generates; supply it.
+  set(shim ${PROJECT_BINARY_DIR}/torch_cuda_shim)
+  file(WRITE ${shim}/c10/cuda/impl/cuda_cmake_macros.h "#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
   add_library(lowbit_torch_cuda_compile_check OBJECT ${torch_cuda_sources})
   target_link_libraries(lowbit_torch_cuda_compile_check PRIVATE lowbit)
-  target_include_directories(lowbit_torch_cuda_compile_check PRIVATE ${PROJECT_SOURCE_DIR}/csrc ${TORCH_INCLUDE_DIRS}
-    ${CUDAToolkit_INCLUDE_DIRS})
+  target_include_directories(lowbit_torch_cuda_compile_check PRIVATE ${PROJECT_SOURCE_DIR}/csrc ${PROJECT_SOURCE_DIR}/csrc/torch ${TORCH_INCLUDE_DIRS}
+    ${CUDAToolkit_INCLUDE_DIRS} ${shim})
+  target_compile_options(lowbit_torch_cuda_compile_check PRIVATE ${TORCH_CXX_FLAGS})
+  set_target_properties(lowbit_torch_cuda_compile_check PROPERTIES CXX_STANDARD 20)
   target_compile_definitions(lowbit_torch_cuda_compile_check PRIVATE LOWBIT_TORCH_CUDA=1)
 endif()
 

@@ -2,7 +2,9 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include "composite.h"
 #include "lowbit/cpu.h"
+#include "lowbit/cuda_limits.h"
 #include "op_plans.h"
 
 namespace lowbit::torch_ops {
@@ -21,14 +23,12 @@ FloatType float_type(at::ScalarType t) {
   }
 }
 
-// Decodes `rows` consecutive rows of w starting at row `first` (rows of all experts in order).
+// Decodes `rows` consecutive rows of w (rows of all experts in order) from row `first` into out.
 void dequantize_rows(const WeightArg& w, int64_t first, int64_t rows, at::Tensor& out) {
   const FloatType type = float_type(out.scalar_type());
-  const int64_t total = (w.experts > 0 ? w.experts : 1) * w.rows;
   const int64_t grain = std::max<int64_t>(1, (1 << 16) / w.k);
   uint8_t* dst = static_cast<uint8_t*>(out.data_ptr());
   const size_t elem = out.element_size();
-  TORCH_INTERNAL_ASSERT(first + rows <= total);
   at::parallel_for(first, first + rows, grain, [&](int64_t begin, int64_t end) {
     WeightView v = w.view;
     v.data = static_cast<const uint8_t*>(w.view.data) + begin * w.view.row_stride;
@@ -40,6 +40,12 @@ void dequantize_rows(const WeightArg& w, int64_t first, int64_t rows, at::Tensor
   });
 }
 
+at::Tensor dequantize_expert_cpu(const WeightArg& w, int64_t e, at::ScalarType dtype) {
+  at::Tensor out = at::empty({w.rows, w.k}, at::TensorOptions().dtype(dtype));
+  dequantize_rows(w, e * w.rows, w.rows, out);
+  return out;
+}
+
 at::Tensor dequantize_cpu(const at::Tensor& w, int64_t qtype, int64_t k, const std::optional<at::Tensor>& scales,
                           std::optional<at::ScalarType> dtype) {
   const DequantizePlan p = plan_dequantize(w, qtype, k, scales, dtype);
@@ -48,19 +54,23 @@ at::Tensor dequantize_cpu(const at::Tensor& w, int64_t qtype, int64_t k, const s
   return out;
 }
 
-at::Tensor dequantize_expert_f32(const WeightArg& w, int64_t e, const at::TensorOptions& options) {
-  at::Tensor out = at::empty({w.rows, w.k}, options.dtype(at::kFloat));
-  dequantize_rows(w, e * w.rows, w.rows, out);
-  return out;
+at::Tensor linear_reference(const LinearPlan& p, const at::Tensor& x, const std::optional<at::Tensor>& bias) {
+  at::Tensor y = at::matmul(x.reshape({p.m, p.w.k}).to(at::kFloat), dequantize_expert_cpu(p.w, 0, at::kFloat).t());
+  if (bias.has_value()) y.add_(bias->to(at::kFloat));
+  return y.to(x.scalar_type()).reshape(p.out_shape);
 }
 
 at::Tensor linear_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
-                      const std::optional<at::Tensor>& bias) {
+                      const std::optional<at::Tensor>& bias, c10::string_view kernel) {
   const LinearPlan p = plan_linear(x, w, qtype, scales, bias);
-  const at::Tensor weight = dequantize_expert_f32(p.w, 0, x.options());
-  at::Tensor y = at::matmul(x.reshape({p.m, p.w.k}).to(at::kFloat), weight.t());
-  if (bias.has_value()) y.add_(bias->to(at::kFloat));
-  return y.to(x.scalar_type()).reshape(p.out_shape);
+  TORCH_CHECK_VALUE(kernel == "auto" || kernel == "cpu_reference", "kernel: \"", std::string(kernel),
+                    "\" needs a CUDA device; on the CPU use \"auto\" or \"cpu_reference\"");
+  return linear_reference(p, x, bias);
+}
+
+at::Tensor mmvq_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
+  const LinearPlan p = plan_mmvq(x, w, qtype, scales);
+  return linear_reference(p, x, std::nullopt);
 }
 
 std::tuple<at::Tensor, at::Tensor> quantize_cpu(const at::Tensor& w, int64_t qtype, int64_t scale_rule) {
@@ -75,40 +85,13 @@ std::tuple<at::Tensor, at::Tensor> quantize_cpu(const at::Tensor& w, int64_t qty
   return {data, scales};
 }
 
-at::Tensor activate(const at::Tensor& v, Activation a) {
-  switch (a) {
-    case Activation::kSiLU:
-      return at::silu(v);
-    case Activation::kGELU:
-      return at::gelu(v, "none");
-    case Activation::kGELUTanh:
-      return at::gelu(v, "tanh");
-  }
-  TORCH_CHECK_VALUE(false, "activation: unknown");
-}
-
 at::Tensor fused_moe_cpu(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2,
                          const at::Tensor& topk_weights, const at::Tensor& topk_ids, int64_t w13_type, int64_t w2_type,
                          c10::string_view activation, const std::optional<at::Tensor>& w13_scales,
                          const std::optional<at::Tensor>& w2_scales, at::OptionalIntArrayRef expert_range) {
   const FusedMoePlan p = plan_fused_moe(x, w13, w2, topk_weights, topk_ids, w13_type, w2_type, activation, w13_scales,
                                         w2_scales, expert_range);
-  const at::Tensor xf = x.to(at::kFloat);
-  const at::Tensor ids = topk_ids.to(at::kLong);
-  const at::Tensor weights = topk_weights.to(at::kFloat);
-  at::Tensor out = at::zeros({p.tokens, p.hidden}, x.options().dtype(at::kFloat));
-  for (int64_t e = 0; e < p.local_experts; ++e) {
-    // Ids that are negative, >= the global expert count or belong to another rank match no e.
-    const at::Tensor pairs = (ids == p.expert_begin + e).nonzero();  // [P, 2] of (token, slot)
-    if (pairs.size(0) == 0) continue;
-    const at::Tensor tokens = pairs.select(1, 0);
-    const at::Tensor h = at::matmul(xf.index_select(0, tokens), dequantize_expert_f32(p.w13, e, x.options()).t());
-    const at::Tensor a = activate(h.narrow(1, 0, p.intermediate), p.activation) * h.narrow(1, p.intermediate, p.intermediate);
-    const at::Tensor y = at::matmul(a, dequantize_expert_f32(p.w2, e, x.options()).t());
-    const at::Tensor scale = weights.index({tokens, pairs.select(1, 1)}).unsqueeze(1);
-    out.index_add_(0, tokens, y * scale);
-  }
-  return out.to(x.scalar_type());
+  return fused_moe_composite(p, x, topk_weights, topk_ids, &dequantize_expert_cpu);
 }
 
 }  // namespace
@@ -116,6 +99,7 @@ at::Tensor fused_moe_cpu(const at::Tensor& x, const at::Tensor& w13, const at::T
 TORCH_LIBRARY_IMPL(lowbit, CPU, m) {
   m.impl("dequantize", &dequantize_cpu);
   m.impl("linear", &linear_cpu);
+  m.impl("mmvq", &mmvq_cpu);
   m.impl("quantize", &quantize_cpu);
   m.impl("fused_moe", &fused_moe_cpu);
 }

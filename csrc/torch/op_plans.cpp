@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "lowbit/cuda_limits.h"
+
 namespace lowbit::torch_ops {
 
 DequantizePlan plan_dequantize(const at::Tensor& w, int64_t qtype, int64_t k, const std::optional<at::Tensor>& scales,
@@ -31,6 +33,13 @@ LinearPlan plan_linear(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
   p.m = x.numel() / p.w.k;
   p.out_shape = x.sizes().vec();
   p.out_shape.back() = p.w.rows;
+  return p;
+}
+
+LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
+  LinearPlan p = plan_linear(x, w, qtype, scales, std::nullopt);
+  TORCH_CHECK_VALUE(x.dim() == 2 && x.size(0) >= 1 && x.size(0) <= kMmvqMaxTokens, "x must be [M, K] with 1 <= M <= ",
+                    kMmvqMaxTokens, " for mmvq, got shape ", x.sizes());
   return p;
 }
 

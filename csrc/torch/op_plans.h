@@ -28,6 +28,9 @@ struct LinearPlan {
 LinearPlan plan_linear(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
                        const std::optional<at::Tensor>& bias);
 
+// linear's rules plus MMVQ's token limit: x must be [M, K] with 1 <= M <= 16.
+LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales);
+
 struct QuantizePlan {
   const TypeInfo* info;
   ScaleRule rule;

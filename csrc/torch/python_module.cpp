@@ -4,6 +4,8 @@
 #include <pybind11/stl.h>
 
 #include "lowbit/capabilities.h"
+#include "lowbit/dispatch.h"
+#include "lowbit/error.h"
 #include "lowbit/quant_type.h"
 
 namespace py = pybind11;
@@ -63,9 +65,27 @@ py::dict capabilities_dict() {
 
 }  // namespace
 
+// The dispatcher's dense choice; device_index < 0 means the CPU.
+py::tuple select_dense(int64_t qtype, int64_t m, int64_t n, int64_t k, int device_index) {
+  lowbit::DeviceFacts facts;
+  if (device_index >= 0) {
+    const lowbit::Capabilities caps = lowbit::capabilities();
+    for (const auto& d : caps.cuda_devices)
+      if (d.index == device_index) facts = {d.compute_major, d.compute_minor, d.multiprocessors};
+  }
+  try {
+    const auto& info = lowbit::weight_type_info(qtype, "qtype");
+    const lowbit::DenseChoice c = lowbit::select_dense(info.type, m, n, k, facts);
+    return py::make_tuple(lowbit::dense_kernel_name(c.kernel), c.reason);
+  } catch (const lowbit::Error& e) {
+    throw py::value_error(e.what());
+  }
+}
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "lowbit's compiled core: torch ops (torch.ops.lowbit.*) and build facts";
   m.def("capabilities", &capabilities_dict, "What this build and machine can run, per type and kernel");
+  m.def("select_dense", &select_dense, "The dense kernel the dispatcher picks, and why");
   m.def(
       "types",
       [] {

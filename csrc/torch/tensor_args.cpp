@@ -2,6 +2,11 @@
 
 #include <c10/util/Exception.h>
 
+#if defined(LOWBIT_TORCH_CUDA)
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
+#endif
+
 namespace lowbit::torch_ops {
 namespace {
 
@@ -15,6 +20,23 @@ bool element_dtype_ok(QuantType t, const at::Tensor& w) {
 }
 
 }  // namespace
+
+DeviceFacts device_facts(const c10::Device& device) {
+  DeviceFacts facts;
+#if defined(LOWBIT_TORCH_CUDA)
+  if (device.is_cuda()) {
+    const int index = device.index() < 0 ? c10::cuda::current_device() : device.index();
+    int major = 0, minor = 0, sms = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, index);
+    facts.compute_major = major;
+    facts.compute_minor = minor;
+    facts.multiprocessors = sms;
+  }
+#endif
+  return facts;
+}
 
 void check_same_device(const at::Tensor& a, const char* a_name, const at::Tensor& b, const char* b_name) {
   TORCH_CHECK_VALUE(a.device() == b.device(), a_name, " is on ", a.device(), " but ", b_name, " is on ", b.device(),

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "lowbit/dispatch.h"
 #include "lowbit/error.h"
 #include "lowbit/quant_type.h"
 #include "lowbit/weights.h"
@@ -31,6 +32,9 @@ WeightArg weight_arg(const at::Tensor& w, int64_t qtype, int64_t k, const std::o
 
 // x must be float32/bfloat16/float16, on w's device.
 void check_activation(const at::Tensor& x, const char* name, const at::Tensor& w, const char* w_name);
+
+// What the dispatcher needs to know about a device (compute capability 0.0 for the CPU).
+DeviceFacts device_facts(const c10::Device& device);
 
 void check_same_device(const at::Tensor& a, const char* a_name, const at::Tensor& b, const char* b_name);
 

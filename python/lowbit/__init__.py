@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._api import capabilities, dequantize, fused_moe, linear, quantize
+from ._api import capabilities, dequantize, fused_moe, linear, quantize, select_kernel
 from ._types import GGUF_WEIGHT_TYPES, SPLIT_MX_TYPES, WEIGHT_TYPES, QuantType, as_quant_type
 
 __version__ = "0.1.0"
@@ -18,4 +18,5 @@ __all__ = [
     "fused_moe",
     "linear",
     "quantize",
+    "select_kernel",
 ]

@@ -6,7 +6,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from . import _C, _fake  # noqa: F401  (loading them registers torch.ops.lowbit and its fakes)
+from . import _C, _fake, ascend  # noqa: F401  (_C and _fake register torch.ops.lowbit and its fakes)
 from ._types import QTypeLike, as_quant_type
 
 _SCALE_RULES = {"ocp": 0, "round_up": 1}
@@ -57,6 +57,8 @@ def linear(
         [..., N] in x's dtype.
     """
     q = as_quant_type(qtype)
+    if ascend.is_npu_tensor(x):
+        return ascend.linear(x, w, q, scales=scales, bias=bias)
     return torch.ops.lowbit.linear(x, w, int(q), scales=scales, bias=bias)
 
 
@@ -119,6 +121,20 @@ def fused_moe(
     """
     a = as_quant_type(w13_type, "w13_type")
     b = as_quant_type(w2_type, "w2_type")
+    if ascend.is_npu_tensor(x):
+        return ascend.fused_moe(
+            x,
+            w13,
+            w2,
+            topk_weights,
+            topk_ids,
+            w13_type=a,
+            w2_type=b,
+            activation=activation,
+            w13_scales=w13_scales,
+            w2_scales=w2_scales,
+            expert_range=expert_range,
+        )
     rng = None if expert_range is None else [int(v) for v in expert_range]
     return torch.ops.lowbit.fused_moe(
         x,
@@ -140,4 +156,17 @@ def capabilities() -> dict[str, Any]:
     caps: dict[str, Any] = _C.capabilities()
     caps["build"]["torch_version"] = torch.__version__
     caps["build"]["torch_cuda"] = torch.version.cuda
+    caps["npu"] = ascend.probe()
     return caps
+
+
+def select_kernel(qtype: QTypeLike, m: int, n: int, k: int, device: torch.device | str | None = None) -> dict[str, str]:
+    """The dense kernel lowbit.linear would run for x [m, k] and a weight [n, k] on `device`, and why.
+
+    Returns {"kernel": "mmvq" | "dequant_matmul" | "cpu_reference", "reason": "..."}.
+    """
+    q = as_quant_type(qtype)
+    dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    index = -1 if dev.type != "cuda" else (dev.index if dev.index is not None else torch.cuda.current_device())
+    kernel, reason = _C.select_dense(int(q), int(m), int(n), int(k), index)
+    return {"kernel": kernel, "reason": reason}

@@ -69,12 +69,20 @@ def _linear_fake(
     *,
     scales: Optional[torch.Tensor] = None,
     bias: Optional[torch.Tensor] = None,
+    kernel: str = "auto",
 ) -> torch.Tensor:
     _same_device(w=w, x=x, scales=scales, bias=bias)
     torch._check(w.dim() == 2, lambda: f"w must be 2-D [N, row_bytes], got {w.dim()}-D")
     kk = _weight_k(w, qtype, "w")
     torch._check(x.shape[-1] == kk, lambda: "x must have shape [..., K] with K from w's rows")
     return x.new_empty((*x.shape[:-1], w.shape[0]))
+
+
+@torch.library.register_fake("lowbit::mmvq")
+def _mmvq_fake(x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: Optional[torch.Tensor] = None) -> torch.Tensor:
+    _same_device(w=w, x=x, scales=scales)
+    torch._check(x.dim() == 2 and 1 <= x.shape[0] <= 16, lambda: "x must be [M, K] with 1 <= M <= 16 for mmvq")
+    return _linear_fake(x, w, qtype, scales=scales)
 
 
 @torch.library.register_fake("lowbit::quantize")

@@ -10,6 +10,10 @@
 #include <cstring>
 
 #if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#endif
+
+#if defined(__CUDACC__)
 #define LOWBIT_HD __host__ __device__ __forceinline__
 #define LOWBIT_UNROLL _Pragma("unroll")
 #else
@@ -45,6 +49,9 @@ LOWBIT_HD uint32_t float_to_bits(float f) {
 
 // IEEE binary16 -> binary32, exact for every input (subnormals, infinities, NaN payload kept).
 LOWBIT_HD float fp16_to_float(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));
+#endif
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1Fu;
   const uint32_t man = h & 0x3FFu;
@@ -232,6 +239,9 @@ struct BlockRef {
   const uint8_t* bytes;
   uint8_t split_scale;
 };
+
+// Which grid codebook a format decodes through (at most one each).
+enum class Codebook : int { kNone, kIq2xxs, kIq2xs, kIq2s, kIq3xxs, kIq3s, kIq1s };
 
 // The I-quant codebooks, wherever they live (host tables, device global or shared memory).
 // A kernel fills only the pointers its type uses.

@@ -49,6 +49,7 @@ struct FormatTraits<QuantType::IQ1_S> {
   using Block = BlockIq1s;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::IQ1_S;
+  static constexpr Codebook kCodebook = Codebook::kIq1s;
   static constexpr const char* kName = "iq1_s";
   static constexpr int kBlockElems = 256;
   static constexpr int kBlockBytes = sizeof(Block);
@@ -70,6 +71,7 @@ struct FormatTraits<QuantType::IQ1_M> {
   using Block = BlockIq1m;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::IQ1_M;
+  static constexpr Codebook kCodebook = Codebook::kIq1s;
   static constexpr const char* kName = "iq1_m";
   static constexpr int kBlockElems = 256;
   static constexpr int kBlockBytes = sizeof(Block);

@@ -50,6 +50,7 @@ struct FormatTraits<QuantType::IQ2_XXS> {
   using Block = BlockIq2xxs;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::IQ2_XXS;
+  static constexpr Codebook kCodebook = Codebook::kIq2xxs;
   static constexpr const char* kName = "iq2_xxs";
   static constexpr int kBlockElems = 256;
   static constexpr int kBlockBytes = sizeof(Block);
@@ -71,6 +72,7 @@ struct FormatTraits<QuantType::IQ2_XS> {
   using Block = BlockIq2xs;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::IQ2_XS;
+  static constexpr Codebook kCodebook = Codebook::kIq2xs;
   static constexpr const char* kName = "iq2_xs";
   static constexpr int kBlockElems = 256;
   static constexpr int kBlockBytes = sizeof(Block);
@@ -91,6 +93,7 @@ struct FormatTraits<QuantType::IQ2_S> {
   using Block = BlockIq2s;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::IQ2_S;
+  static constexpr Codebook kCodebook = Codebook::kIq2s;
   static constexpr const char* kName = "iq2_s";
   static constexpr int kBlockElems = 256;
   static constexpr int kBlockBytes = sizeof(Block);

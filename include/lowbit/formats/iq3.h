@@ -36,6 +36,7 @@ struct FormatTraits<QuantType::IQ3_XXS> {
   using Block = BlockIq3xxs;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::IQ3_XXS;
+  static constexpr Codebook kCodebook = Codebook::kIq3xxs;
   static constexpr const char* kName = "iq3_xxs";
   static constexpr int kBlockElems = 256;
   static constexpr int kBlockBytes = sizeof(Block);
@@ -58,6 +59,7 @@ struct FormatTraits<QuantType::IQ3_S> {
   using Block = BlockIq3s;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::IQ3_S;
+  static constexpr Codebook kCodebook = Codebook::kIq3s;
   static constexpr const char* kName = "iq3_s";
   static constexpr int kBlockElems = 256;
   static constexpr int kBlockBytes = sizeof(Block);

@@ -75,6 +75,7 @@ struct FormatTraits<QuantType::IQ4_NL> {
   using Block = BlockIq4nl;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::IQ4_NL;
+  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "iq4_nl";
   static constexpr int kBlockElems = 32;
   static constexpr int kBlockBytes = sizeof(Block);
@@ -92,6 +93,7 @@ struct FormatTraits<QuantType::IQ4_XS> {
   using Block = BlockIq4xs;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::IQ4_XS;
+  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "iq4_xs";
   static constexpr int kBlockElems = 256;
   static constexpr int kBlockBytes = sizeof(Block);

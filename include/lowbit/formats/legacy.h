@@ -43,6 +43,7 @@ struct FormatTraits<QuantType::Q8_0> {
   using Block = BlockQ8_0;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::Q8_0;
+  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "q8_0";
   static constexpr int kBlockElems = 32;
   static constexpr int kBlockBytes = sizeof(Block);
@@ -74,6 +75,7 @@ struct FormatTraits<QuantType::Q5_0> {
   using Block = BlockQ5_0;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::Q5_0;
+  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "q5_0";
   static constexpr int kBlockElems = 32;
   static constexpr int kBlockBytes = sizeof(Block);

@@ -47,6 +47,7 @@ struct FormatTraits<QuantType::MXFP4> {
   using Block = BlockMxfp4;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::MXFP4;
+  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "mxfp4";
   static constexpr int kBlockElems = 32;
   static constexpr int kBlockBytes = sizeof(Block);
@@ -69,6 +70,7 @@ struct FormatTraits<QuantType::MXFP8_E4M3> {
   using Block = BlockMxfp8Elements;
   using Group = Fp8Group;
   static constexpr QuantType kType = QuantType::MXFP8_E4M3;
+  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "mxfp8_e4m3";
   static constexpr int kBlockElems = kMxBlock;
   static constexpr int kBlockBytes = sizeof(Block);
@@ -89,6 +91,7 @@ struct FormatTraits<QuantType::MXFP4_SPLIT> {
   using Block = BlockMxfp4Elements;
   using Group = MagnitudeGroup;
   static constexpr QuantType kType = QuantType::MXFP4_SPLIT;
+  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "mxfp4_split";
   static constexpr int kBlockElems = kMxBlock;
   static constexpr int kBlockBytes = sizeof(Block);

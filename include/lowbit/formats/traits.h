@@ -2,7 +2,8 @@
 //
 // A FormatTraits<T> specialization holds: Block (the struct whose layout IS the format, size
 // static_assert'ed), kName, kBlockElems, kBlockBytes, kAlign (alignment of a block start when the
-// tensor base is 16-byte aligned), kSplitScales, Group (the decoded form) and
+// tensor base is 16-byte aligned), kSplitScales, kCodebook (the grid table it reads), Group (the
+// decoded form) and
 //   static Group decode_group(BlockRef block, int g, const Codebooks& cb)
 // decoding weights [8g, 8g + 8) of the block. Adding a format means one specialization and its
 // decode primitive; the CPU reference and every kernel are templates over these traits.

@@ -1,0 +1,94 @@
+// lowbit's CUDA API (include/lowbit/cuda.h): argument checks, then the per-type launchers.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "cuda/launch.h"
+#include "lowbit/cuda.h"
+#include "lowbit/error.h"
+#include "lowbit/formats/all.h"
+
+namespace lowbit {
+namespace cuda_detail {
+
+void check_launch(const char* kernel) {
+  const cudaError_t err = cudaGetLastError();
+  LOWBIT_CHECK(err == cudaSuccess, kernel, ": kernel launch failed: ", cudaGetErrorString(err));
+}
+
+// Raises a kernel's dynamic shared memory limit once per device (needed above 48 KB).
+void configure_shared_memory(const void* kernel, int bytes) {
+  if (bytes <= 48 * 1024) return;
+  int device = 0;
+  cudaGetDevice(&device);
+  // one bit per (kernel, device) is overkill; the attribute call is cheap and idempotent, so
+  // remember only the last kernel configured on each device
+  static std::atomic<const void*> last[64];
+  if (device < 64 && last[device].load(std::memory_order_relaxed) == kernel) return;
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  LOWBIT_CHECK(err == cudaSuccess, "mmvq: cannot use ", bytes, " bytes of shared memory: ", cudaGetErrorString(err));
+  if (device < 64) last[device].store(kernel, std::memory_order_relaxed);
+}
+
+}  // namespace cuda_detail
+
+namespace cuda {
+namespace {
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+void check_weight(QuantType t, const WeightView& w, int64_t rows, int64_t k, const char* op) {
+  const TypeInfo& info = weight_type_info(static_cast<int64_t>(t), "qtype");
+  row_bytes(t, k, "k");
+  LOWBIT_CHECK(rows >= 0, op, ": rows/N must be >= 0, got ", rows);
+  LOWBIT_CHECK(rows == 0 || w.data != nullptr, "w: data pointer is null");
+  LOWBIT_CHECK(aligned16(w.data), "w: data must be 16-byte aligned (kernels copy it in aligned 16-byte pieces)");
+  LOWBIT_CHECK(w.row_stride >= row_bytes(t, k) || rows <= 1, "w: row stride ", w.row_stride,
+               " is shorter than a row of ", row_bytes(t, k), " bytes");
+  if (info.split_scales) {
+    LOWBIT_CHECK(rows == 0 || w.scales != nullptr, "scales: ", info.name,
+                 " keeps its E8M0 scales in a separate tensor, which is missing");
+    LOWBIT_CHECK(w.scale_row_stride >= k / 32 || rows <= 1, "scales: row stride ", w.scale_row_stride,
+                 " is shorter than K/32 = ", k / 32);
+  }
+}
+
+}  // namespace
+
+void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void* out, FloatType out_type,
+                int64_t out_row_stride, cudaStream_t stream) {
+  check_weight(t, w, rows, k, "dequantize");
+  LOWBIT_CHECK(rows == 0 || out != nullptr, "out: pointer is null");
+  LOWBIT_CHECK(aligned16(out), "out: must be 16-byte aligned");
+  const int64_t elem = out_type == FloatType::F32 ? 4 : 2;
+  LOWBIT_CHECK(out_row_stride >= k && (out_row_stride * elem) % 16 == 0, "out: row stride ", out_row_stride,
+               " must be >= K = ", k, " and a multiple of 16 bytes");
+  LOWBIT_CHECK(k / 8 < (int64_t{1} << 31) / 2, "k: K = ", k, " is too large");
+  if (rows == 0) return;
+  const cuda_detail::DequantArgs args{static_cast<const uint8_t*>(w.data), w.row_stride, w.scales, w.scale_row_stride,
+                                      rows, k, out, out_row_stride};
+  visit_weight_type(t, [&](auto traits) {
+    cuda_detail::launch_dequant<decltype(traits)::kType>(args, out_type, stream);
+  });
+}
+
+void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
+          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream) {
+  check_weight(t, w, n, k, "mmvq");
+  LOWBIT_CHECK(m >= 1 && m <= kMmvqMaxTokens, "x: MMVQ takes 1 to ", kMmvqMaxTokens, " tokens, got M = ", m);
+  LOWBIT_CHECK(x != nullptr && y != nullptr, "x/y: null pointer");
+  LOWBIT_CHECK(aligned16(x), "x: must be 16-byte aligned");
+  LOWBIT_CHECK(x_row_stride >= k && x_row_stride % 8 == 0, "x: row stride ", x_row_stride,
+               " must be >= K = ", k, " and a multiple of 8 elements");
+  LOWBIT_CHECK(y_row_stride >= n, "y: row stride ", y_row_stride, " must be >= N = ", n);
+  LOWBIT_CHECK(n < (int64_t{1} << 31) * 16, "w: N = ", n, " is too large");
+  if (n == 0) return;
+  const cuda_detail::MmvqArgs args{static_cast<const uint8_t*>(w.data), w.row_stride, w.scales, w.scale_row_stride, n,
+                                   k, x, x_row_stride, static_cast<int>(m), y, y_row_stride};
+  visit_weight_type(t, [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, stream); });
+}
+
+}  // namespace cuda
+}  // namespace lowbit

@@ -1,0 +1,71 @@
+// Device copies of the I-quant codebooks (from the same generated data as the host tables) and
+// the per-block copy into shared memory that the matrix kernels decode from.
+#pragma once
+
+#include <cstdint>
+
+#include "lowbit/formats/codebook_data.h"
+#include "lowbit/formats/common.h"
+
+namespace lowbit::cuda_detail {
+
+static __device__ const uint64_t kIq2xxsGridDevice[LOWBIT_IQ2XXS_GRID_SIZE] = {LOWBIT_IQ2XXS_GRID_DATA};
+static __device__ const uint64_t kIq2xsGridDevice[LOWBIT_IQ2XS_GRID_SIZE] = {LOWBIT_IQ2XS_GRID_DATA};
+static __device__ const uint64_t kIq2sGridDevice[LOWBIT_IQ2S_GRID_SIZE] = {LOWBIT_IQ2S_GRID_DATA};
+static __device__ const uint32_t kIq3xxsGridDevice[LOWBIT_IQ3XXS_GRID_SIZE] = {LOWBIT_IQ3XXS_GRID_DATA};
+static __device__ const uint32_t kIq3sGridDevice[LOWBIT_IQ3S_GRID_SIZE] = {LOWBIT_IQ3S_GRID_DATA};
+static __device__ const uint64_t kIq1sGridDevice[LOWBIT_IQ1S_GRID_SIZE] = {LOWBIT_IQ1S_GRID_DATA};
+
+// The table a format reads, as raw 16-byte-aligned words, and its size in bytes.
+template <Codebook kBook>
+struct CodebookTable {
+  static constexpr int kBytes = 0;
+  __device__ static const void* data() { return nullptr; }
+};
+#define LOWBIT_CODEBOOK_TABLE(Tag, Array, Size, Word)                     \
+  template <>                                                             \
+  struct CodebookTable<Codebook::Tag> {                                   \
+    static constexpr int kBytes = (Size) * static_cast<int>(sizeof(Word)); \
+    __device__ static const void* data() { return Array; }                \
+  };
+LOWBIT_CODEBOOK_TABLE(kIq2xxs, kIq2xxsGridDevice, LOWBIT_IQ2XXS_GRID_SIZE, uint64_t)
+LOWBIT_CODEBOOK_TABLE(kIq2xs, kIq2xsGridDevice, LOWBIT_IQ2XS_GRID_SIZE, uint64_t)
+LOWBIT_CODEBOOK_TABLE(kIq2s, kIq2sGridDevice, LOWBIT_IQ2S_GRID_SIZE, uint64_t)
+LOWBIT_CODEBOOK_TABLE(kIq3xxs, kIq3xxsGridDevice, LOWBIT_IQ3XXS_GRID_SIZE, uint32_t)
+LOWBIT_CODEBOOK_TABLE(kIq3s, kIq3sGridDevice, LOWBIT_IQ3S_GRID_SIZE, uint32_t)
+LOWBIT_CODEBOOK_TABLE(kIq1s, kIq1sGridDevice, LOWBIT_IQ1S_GRID_SIZE, uint64_t)
+#undef LOWBIT_CODEBOOK_TABLE
+
+// Points the Codebooks slot of kBook at `table`.
+template <Codebook kBook>
+__device__ __forceinline__ Codebooks codebooks_at(const void* table) {
+  Codebooks cb;
+  if constexpr (kBook == Codebook::kIq2xxs) cb.iq2xxs_grid = static_cast<const uint64_t*>(table);
+  if constexpr (kBook == Codebook::kIq2xs) cb.iq2xs_grid = static_cast<const uint64_t*>(table);
+  if constexpr (kBook == Codebook::kIq2s) cb.iq2s_grid = static_cast<const uint64_t*>(table);
+  if constexpr (kBook == Codebook::kIq3xxs) cb.iq3xxs_grid = static_cast<const uint32_t*>(table);
+  if constexpr (kBook == Codebook::kIq3s) cb.iq3s_grid = static_cast<const uint32_t*>(table);
+  if constexpr (kBook == Codebook::kIq1s) cb.iq1s_grid = static_cast<const uint64_t*>(table);
+  return cb;
+}
+
+// The codebooks in device global memory (read through L1).
+template <Codebook kBook>
+__device__ __forceinline__ Codebooks global_codebooks() {
+  return codebooks_at<kBook>(CodebookTable<kBook>::data());
+}
+
+// Copies kBook's table into `shared` (16-byte aligned, kBytes long) with the whole block; the
+// caller synchronizes before decoding.
+template <Codebook kBook>
+__device__ __forceinline__ Codebooks shared_codebooks(uint8_t* shared) {
+  constexpr int kWords = CodebookTable<kBook>::kBytes / 16;
+  if constexpr (kWords > 0) {
+    const uint4* src = static_cast<const uint4*>(CodebookTable<kBook>::data());
+    uint4* dst = reinterpret_cast<uint4*>(shared);
+    for (int i = threadIdx.x; i < kWords; i += blockDim.x) dst[i] = src[i];
+  }
+  return codebooks_at<kBook>(shared);
+}
+
+}  // namespace lowbit::cuda_detail

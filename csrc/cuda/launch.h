@@ -1,0 +1,48 @@
+// Internal seam between the validated C++ API (api.cu) and the per-family kernel instantiations
+// (kernels_<family>.cu): plain argument structs and one launcher template per kernel.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "lowbit/cpu.h"
+#include "lowbit/quant_type.h"
+
+namespace lowbit::cuda_detail {
+
+struct DequantArgs {
+  const uint8_t* data;
+  int64_t row_stride;  // bytes
+  const uint8_t* scales;
+  int64_t scale_row_stride;
+  int64_t rows;
+  int64_t k;
+  void* out;
+  int64_t out_row_stride;  // elements
+};
+
+struct MmvqArgs {
+  const uint8_t* w;
+  int64_t w_row_stride;  // bytes
+  const uint8_t* scales;
+  int64_t scale_row_stride;
+  int64_t n;
+  int64_t k;
+  const void* x;
+  int64_t x_row_stride;  // elements
+  int m;
+  void* y;
+  int64_t y_row_stride;  // elements
+};
+
+template <QuantType T>
+void launch_dequant(const DequantArgs& a, FloatType out_type, cudaStream_t stream);
+
+template <QuantType T>
+void launch_mmvq(const MmvqArgs& a, FloatType act_type, cudaStream_t stream);
+
+// Throws lowbit::Error with the CUDA error string when a launch failed.
+void check_launch(const char* kernel);
+
+}  // namespace lowbit::cuda_detail

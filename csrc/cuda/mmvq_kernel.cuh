@@ -1,0 +1,234 @@
+// MMVQ: y = x W^T for up to 16 tokens in one pass over the quantized weight.
+//
+// A block owns 16 weight rows (one tensor-core tile) over the whole K; its 8 warps split K into
+// 256-element units. Each warp streams its units' bytes for the 16 rows into a private ring of
+// shared-memory stages with cp.async (16-byte copies of the aligned span around the unit, so the
+// GGUF bytes stay unaligned and unchanged), decodes them with the format's decode primitive to
+// bf16 pairs, and multiplies on tensor cores (mma m16n8k16, float32 accumulate) against the
+// activations, read as bf16 from L1. K order inside a 32-weight sub-block is permuted so that a
+// lane's eight decoded weights are exactly its A fragment: lane (g, t) decodes weights
+// [8t, 8t + 8) of rows g and g + 8 and loads x[token g][8t, 8t + 8) as its B fragment. Warps'
+// partial sums meet in shared memory at the end (deterministic order).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cuda/device_codebooks.cuh"
+#include "cuda/launch.h"
+#include "cuda/ptx.cuh"
+#include "cuda/render_bf16.cuh"
+#include "lowbit/formats/all.h"
+
+namespace lowbit::cuda_detail {
+
+template <class Traits>
+struct MmvqTiling {
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kRows = 16;
+  static constexpr int kUnitElems = 256;
+  static constexpr int kBlocksPerUnit = kUnitElems / Traits::kBlockElems;
+  static constexpr int kUnitBytes = kBlocksPerUnit * Traits::kBlockBytes;
+  // the 16-byte-aligned span holding a unit reaches at most 15 bytes past either end
+  static constexpr int kSpanBytes = (kUnitBytes + 30 + 15) / 16 * 16;
+  static constexpr int kChunks = kSpanBytes / 16;
+  static constexpr int kStageBytes = kRows * kSpanBytes;
+  static constexpr int kStages = kStageBytes <= 3072 ? 3 : 2;
+  static constexpr int kWarpBytes = kStages * kStageBytes;
+  static constexpr int kCodebookBytes = CodebookTable<Traits::kCodebook>::kBytes;
+  static constexpr int reduce_bytes(int tiles) { return kWarps * tiles * 4 * 32 * 4; }
+  static constexpr int smem_bytes(int tiles) {
+    const int staging = kWarps * kWarpBytes;
+    return kCodebookBytes + (staging > reduce_bytes(tiles) ? staging : reduce_bytes(tiles));
+  }
+};
+
+// Eight activations x[k .. k + 8) as bf16 pairs (zeros for a token row past M).
+template <class Act>
+__device__ __forceinline__ void load_activations(const Act* p, bool valid, uint32_t (&b)[4]);
+
+template <>
+__device__ __forceinline__ void load_activations<__nv_bfloat16>(const __nv_bfloat16* p, bool valid, uint32_t (&b)[4]) {
+  const uint4 v = valid ? *reinterpret_cast<const uint4*>(p) : make_uint4(0, 0, 0, 0);
+  b[0] = v.x, b[1] = v.y, b[2] = v.z, b[3] = v.w;
+}
+
+template <>
+__device__ __forceinline__ void load_activations<float>(const float* p, bool valid, uint32_t (&b)[4]) {
+  const float4 lo = valid ? reinterpret_cast<const float4*>(p)[0] : make_float4(0, 0, 0, 0);
+  const float4 hi = valid ? reinterpret_cast<const float4*>(p)[1] : make_float4(0, 0, 0, 0);
+  b[0] = bf162_bits(__floats2bfloat162_rn(lo.x, lo.y));
+  b[1] = bf162_bits(__floats2bfloat162_rn(lo.z, lo.w));
+  b[2] = bf162_bits(__floats2bfloat162_rn(hi.x, hi.y));
+  b[3] = bf162_bits(__floats2bfloat162_rn(hi.z, hi.w));
+}
+
+template <>
+__device__ __forceinline__ void load_activations<__half>(const __half* p, bool valid, uint32_t (&b)[4]) {
+  const uint4 v = valid ? *reinterpret_cast<const uint4*>(p) : make_uint4(0, 0, 0, 0);
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+    b[i] = bf162_bits(__floats2bfloat162_rn(f.x, f.y));
+  }
+}
+
+template <class Out>
+__device__ __forceinline__ Out from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+
+template <class Traits, int kTiles, class Act>
+__global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads) mmvq_kernel(MmvqArgs a) {
+  using Tl = MmvqTiling<Traits>;
+  extern __shared__ __align__(16) uint8_t smem[];
+  const Codebooks cb = shared_codebooks<Traits::kCodebook>(smem);
+  uint8_t* const staging = smem + Tl::kCodebookBytes;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
+  const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
+  const int units = static_cast<int>((a.k + Tl::kUnitElems - 1) / Tl::kUnitElems);
+  const int u_begin = warp * units / Tl::kWarps;
+  const int u_end = (warp + 1) * units / Tl::kWarps;
+  uint8_t* const ring = staging + warp * Tl::kWarpBytes;
+  const Act* const x = static_cast<const Act*>(a.x);
+  __syncthreads();  // codebook in shared memory
+
+  // Stage unit u of the block's 16 rows; rows past N are zero-filled (read nothing).
+  auto stage_unit = [&](int u, int stage) {
+    uint8_t* dst = ring + stage * Tl::kStageBytes;
+    const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
+    const int64_t unit_len = row_bytes - unit_start < Tl::kUnitBytes ? row_bytes - unit_start : Tl::kUnitBytes;
+    for (int c = lane; c < Tl::kRows * Tl::kChunks; c += 32) {
+      const int r = c / Tl::kChunks, ch = c - r * Tl::kChunks;
+      const int64_t row = row0 + r;
+      const uint8_t* unit = a.w + row * a.w_row_stride + unit_start;
+      const uint8_t* span = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(unit) & ~uintptr_t{15});
+      const uint8_t* src = span + ch * 16;
+      const int64_t left = unit + unit_len - src;  // bytes of this unit from src on
+      if (row < a.n && left <= 0) continue;        // past the unit: never decoded
+      const int bytes = row < a.n ? static_cast<int>(left < 16 ? left : 16) : 0;
+      cp_async_16(dst + r * Tl::kSpanBytes + ch * 16, bytes > 0 ? src : a.w, bytes);
+    }
+    cp_async_commit();
+  };
+
+  float acc[kTiles][4] = {};
+  const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;
+
+  auto compute_unit = [&](int u, int stage) {
+    const uint8_t* st = ring + stage * Tl::kStageBytes;
+    const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
+    const uint8_t* lo = st + g * Tl::kSpanBytes +
+                        (reinterpret_cast<uintptr_t>(a.w + row_lo * a.w_row_stride + unit_start) & 15);
+    const uint8_t* hi = st + (g + 8) * Tl::kSpanBytes +
+                        (reinterpret_cast<uintptr_t>(a.w + row_hi * a.w_row_stride + unit_start) & 15);
+    const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
+    const int subs = a.k - k0 >= Tl::kUnitElems ? 8 : static_cast<int>((a.k - k0) / 32);
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      if (s >= subs) break;
+      uint32_t b[kTiles][4];
+#pragma unroll
+      for (int nt = 0; nt < kTiles; ++nt) {
+        const int token = nt * 8 + g;
+        load_activations<Act>(x + token * a.x_row_stride + k0 + s * 32 + 8 * t, token < a.m, b[nt]);
+      }
+      const int block = Tl::kBlocksPerUnit == 1 ? 0 : s;
+      const int group = Tl::kBlocksPerUnit == 1 ? s * 4 + t : t;
+      uint8_t scale_lo = 0, scale_hi = 0;
+      if constexpr (Traits::kSplitScales) {
+        const int64_t sb = k0 / 32 + s;
+        scale_lo = row_lo < a.n ? a.scales[row_lo * a.scale_row_stride + sb] : uint8_t{0};
+        scale_hi = row_hi < a.n ? a.scales[row_hi * a.scale_row_stride + sb] : uint8_t{0};
+      }
+      uint32_t wlo[4], whi[4];
+      render_bf16(Traits::decode_group(BlockRef{lo + block * Traits::kBlockBytes, scale_lo}, group, cb), wlo);
+      render_bf16(Traits::decode_group(BlockRef{hi + block * Traits::kBlockBytes, scale_hi}, group, cb), whi);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint32_t frag[4] = {wlo[2 * j], whi[2 * j], wlo[2 * j + 1], whi[2 * j + 1]};
+#pragma unroll
+        for (int nt = 0; nt < kTiles; ++nt) mma_bf16_m16n8k16(acc[nt], frag, b[nt][2 * j], b[nt][2 * j + 1]);
+      }
+    }
+  };
+
+#pragma unroll
+  for (int i = 0; i < Tl::kStages - 1; ++i) {
+    if (u_begin + i < u_end) stage_unit(u_begin + i, i);
+    else cp_async_commit();
+  }
+  for (int u = u_begin; u < u_end; ++u) {
+    const int i = u - u_begin;
+    if (u + Tl::kStages - 1 < u_end) stage_unit(u + Tl::kStages - 1, (i + Tl::kStages - 1) % Tl::kStages);
+    else cp_async_commit();
+    cp_async_wait<Tl::kStages - 1>();
+    __syncwarp();
+    compute_unit(u, i % Tl::kStages);
+    __syncwarp();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // staging is reused for the cross-warp sum
+
+  float* partial = reinterpret_cast<float*>(staging);
+#pragma unroll
+  for (int nt = 0; nt < kTiles; ++nt)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) partial[((warp * kTiles + nt) * 4 + c) * 32 + lane] = acc[nt][c];
+  __syncthreads();
+  Act* const y = static_cast<Act*>(a.y);
+  for (int e = threadIdx.x; e < kTiles * 4 * 32; e += Tl::kThreads) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < Tl::kWarps; ++w) sum += partial[w * kTiles * 128 + e];
+    const int nt = e >> 7, c = (e >> 5) & 3, ln = e & 31;
+    const int64_t row = row0 + (ln >> 2) + (c >= 2 ? 8 : 0);
+    const int token = nt * 8 + 2 * (ln & 3) + (c & 1);
+    if (row < a.n && token < a.m) y[token * a.y_row_stride + row] = from_float<Act>(sum);
+  }
+}
+
+void configure_shared_memory(const void* kernel, int bytes);
+
+template <class Traits, int kTiles, class Act>
+void launch_mmvq_as(const MmvqArgs& a, cudaStream_t stream) {
+  using Tl = MmvqTiling<Traits>;
+  constexpr int kSmem = Tl::smem_bytes(kTiles);
+  auto* kernel = &mmvq_kernel<Traits, kTiles, Act>;
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), kSmem);
+  const unsigned blocks = static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows);
+  kernel<<<blocks, Tl::kThreads, kSmem, stream>>>(a);
+  check_launch("mmvq");
+}
+
+template <class Traits, class Act>
+void launch_mmvq_tokens(const MmvqArgs& a, cudaStream_t stream) {
+  if (a.m <= 8) launch_mmvq_as<Traits, 1, Act>(a, stream);
+  else launch_mmvq_as<Traits, 2, Act>(a, stream);
+}
+
+template <QuantType T>
+void launch_mmvq(const MmvqArgs& a, FloatType act_type, cudaStream_t stream) {
+  using Traits = FormatTraits<T>;
+  switch (act_type) {
+    case FloatType::F32:
+      return launch_mmvq_tokens<Traits, float>(a, stream);
+    case FloatType::BF16:
+      return launch_mmvq_tokens<Traits, __nv_bfloat16>(a, stream);
+    case FloatType::F16:
+      return launch_mmvq_tokens<Traits, __half>(a, stream);
+  }
+}
+
+}  // namespace lowbit::cuda_detail

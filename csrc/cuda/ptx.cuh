@@ -1,0 +1,32 @@
+// Thin wrappers over the PTX the kernels use: asynchronous global->shared copies and the bf16
+// tensor-core MMA (m16n8k16, float32 accumulate; sm_80 and later).
+#pragma once
+
+#include <cstdint>
+
+namespace lowbit::cuda_detail {
+
+// Copies src_bytes (0..16) from gmem and zero-fills the rest of the 16 bytes at smem. Both
+// addresses 16-byte aligned; with src_bytes == 0 nothing is read.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int src_bytes) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// c += A (16x16, row) * B (16x8, col); fragment layout as in the PTX ISA for .bf16 m16n8k16.
+__device__ __forceinline__ void mma_bf16_m16n8k16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+}  // namespace lowbit::cuda_detail

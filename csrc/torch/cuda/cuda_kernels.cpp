@@ -1,0 +1,145 @@
+// CUDA implementations of the lowbit ops over lowbit's C++ CUDA API: on the tensors' device, on
+// torch's current stream, no host synchronization (CUDA-graph capturable; fused_moe excepted: it
+// reads which experts are used).
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include "composite.h"
+#include "lowbit/cuda.h"
+#include "lowbit/dispatch.h"
+#include "op_plans.h"
+
+namespace lowbit::torch_ops {
+namespace {
+
+FloatType float_type(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return FloatType::F32;
+    case at::kBFloat16:
+      return FloatType::BF16;
+    case at::kHalf:
+      return FloatType::F16;
+    default:
+      TORCH_CHECK_VALUE(false, "dtype must be float32, bfloat16 or float16, got ", t);
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// The kernels copy weights in aligned 16-byte pieces; a view that starts mid-way (a row slice
+// whose row_bytes is not a multiple of 16) is copied once into fresh, aligned storage.
+struct AlignedWeight {
+  at::Tensor w, scales;
+  WeightArg arg;
+};
+AlignedWeight aligned_weight(const WeightArg& arg, const at::Tensor& w, const std::optional<at::Tensor>& scales) {
+  AlignedWeight a{w, scales.value_or(at::Tensor()), arg};
+  if (!aligned16(w.data_ptr())) {
+    a.w = w.clone();
+    a.arg.view.data = a.w.data_ptr();
+  }
+  return a;
+}
+
+at::Tensor dequantize_expert_cuda(const WeightArg& w, int64_t e, at::ScalarType dtype) {
+  at::Tensor out = at::empty({w.rows, w.k}, at::TensorOptions().dtype(dtype).device(at::kCUDA, c10::cuda::current_device()));
+  WeightView v = w.view;
+  v.data = static_cast<const uint8_t*>(w.view.data) + e * w.view.expert_stride;
+  v.scales = w.view.scales ? w.view.scales + e * w.view.scale_expert_stride : nullptr;
+  translate_errors([&] {
+    cuda::dequantize(w.type, v, w.rows, w.k, out.data_ptr(), float_type(dtype), w.k, c10::cuda::getCurrentCUDAStream());
+  });
+  return out;
+}
+
+at::Tensor dequantize_cuda(const at::Tensor& w, int64_t qtype, int64_t k, const std::optional<at::Tensor>& scales,
+                           std::optional<at::ScalarType> dtype) {
+  const DequantizePlan p = plan_dequantize(w, qtype, k, scales, dtype);
+  const c10::cuda::CUDAGuard guard(w.device());
+  const AlignedWeight a = aligned_weight(p.w, w, scales);
+  at::Tensor out = at::empty(p.out_shape, w.options().dtype(p.dtype));
+  const int64_t rows = (p.w.experts > 0 ? p.w.experts : 1) * p.w.rows;
+  translate_errors([&] {
+    cuda::dequantize(p.w.type, a.arg.view, rows, p.w.k, out.data_ptr(), float_type(p.dtype), p.w.k,
+                     c10::cuda::getCurrentCUDAStream());
+  });
+  return out;
+}
+
+// y [M, N] = x [M, K] W^T through MMVQ, 16 tokens per pass.
+at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tensor& x2) {
+  at::Tensor x = x2.contiguous();
+  if (!aligned16(x.data_ptr()) || x.stride(0) % 8 != 0) x = x.clone();
+  at::Tensor y = at::empty({p.m, p.w.rows}, x.options());
+  for (int64_t m0 = 0; m0 < p.m; m0 += kMmvqMaxTokens) {
+    const int64_t mt = std::min<int64_t>(kMmvqMaxTokens, p.m - m0);
+    translate_errors([&] {
+      cuda::mmvq(p.w.type, a.arg.view, p.w.rows, p.w.k, static_cast<const uint8_t*>(x.data_ptr()) + m0 * x.stride(0) * x.element_size(),
+                 float_type(x.scalar_type()), mt, x.stride(0),
+                 static_cast<uint8_t*>(y.data_ptr()) + m0 * p.w.rows * y.element_size(), p.w.rows,
+                 c10::cuda::getCurrentCUDAStream());
+    });
+  }
+  return y;
+}
+
+at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype,
+                       const std::optional<at::Tensor>& scales, const std::optional<at::Tensor>& bias,
+                       c10::string_view kernel) {
+  const LinearPlan p = plan_linear(x, w, qtype, scales, bias);
+  const c10::cuda::CUDAGuard guard(w.device());
+  const AlignedWeight a = aligned_weight(p.w, w, scales);
+  DenseKernel choice;
+  if (kernel == "auto") {
+    choice = select_dense(p.w.type, p.m, p.w.rows, p.w.k, device_facts(w.device())).kernel;
+  } else {
+    choice = translate_errors([&] { return parse_dense_kernel(std::string(kernel), "kernel"); });
+    TORCH_CHECK_VALUE(choice == DenseKernel::kMmvq || choice == DenseKernel::kDequantMatmul, "kernel: \"",
+                      std::string(kernel), "\" is not built for CUDA (use auto, mmvq or dequant_matmul)");
+  }
+  const at::Tensor x2 = x.reshape({p.m, p.w.k});
+  at::Tensor y;
+  if (choice == DenseKernel::kMmvq) {
+    y = run_mmvq(p, a, x2);
+  } else {
+    const at::Tensor weight = dequantize_expert_cuda(a.arg, 0, at::kBFloat16);
+    y = at::matmul(x2.to(at::kBFloat16), weight.t()).to(x.scalar_type());
+  }
+  if (bias.has_value()) y.add_(bias->to(y.scalar_type()));
+  return y.reshape(p.out_shape);
+}
+
+at::Tensor mmvq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
+  const LinearPlan p = plan_mmvq(x, w, qtype, scales);
+  const c10::cuda::CUDAGuard guard(w.device());
+  return run_mmvq(p, aligned_weight(p.w, w, scales), x);
+}
+
+at::Tensor fused_moe_cuda(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2,
+                          const at::Tensor& topk_weights, const at::Tensor& topk_ids, int64_t w13_type,
+                          int64_t w2_type, c10::string_view activation, const std::optional<at::Tensor>& w13_scales,
+                          const std::optional<at::Tensor>& w2_scales, at::OptionalIntArrayRef expert_range) {
+  const FusedMoePlan p = plan_fused_moe(x, w13, w2, topk_weights, topk_ids, w13_type, w2_type, activation, w13_scales,
+                                        w2_scales, expert_range);
+  const c10::cuda::CUDAGuard guard(x.device());
+  FusedMoePlan aligned = p;
+  const AlignedWeight a13 = aligned_weight(p.w13, w13, w13_scales);
+  const AlignedWeight a2 = aligned_weight(p.w2, w2, w2_scales);
+  aligned.w13 = a13.arg;
+  aligned.w2 = a2.arg;
+  return fused_moe_composite(aligned, x, topk_weights, topk_ids, &dequantize_expert_cuda);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(lowbit, CUDA, m) {
+  m.impl("dequantize", &dequantize_cuda);
+  m.impl("linear", &linear_cuda);
+  m.impl("mmvq", &mmvq_cuda);
+  m.impl("fused_moe", &fused_moe_cuda);
+}
+
+}  // namespace lowbit::torch_ops

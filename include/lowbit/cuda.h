@@ -1,0 +1,30 @@
+// lowbit's CUDA API: kernels over raw device pointers and a cudaStream_t. No torch.
+// Every call validates its arguments (lowbit::Error naming the argument), enqueues work on
+// `stream` without synchronizing or allocating, and is safe to capture in a CUDA graph.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "lowbit/cpu.h"
+#include "lowbit/cuda_limits.h"
+#include "lowbit/quant_type.h"
+#include "lowbit/weights.h"
+
+namespace lowbit::cuda {
+
+// Decodes rows [0, rows) of a weight on the device into out (row r at out + r * out_row_stride
+// elements). float32 output is bit-exact with the CPU reference (and ggml); bf16 / fp16 outputs
+// are the float32 values rounded to nearest even. Requires 16-byte aligned out and w.data.
+void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void* out, FloatType out_type,
+                int64_t out_row_stride, cudaStream_t stream);
+
+// y[m, n] = sum_k x[m, k] W[n, k] for m < M <= 16 tokens, in one pass over the weight.
+// x: [M, K] (row stride x_row_stride elements) in x_type; y: [M, N] in the same type. Weights are
+// decoded to bf16 and multiplied on tensor cores with float32 accumulation (activations rounded to
+// bf16). Requires w.data and x 16-byte aligned, x_row_stride a multiple of 8.
+void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
+          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream);
+
+}  // namespace lowbit::cuda

@@ -1,0 +1,9 @@
+// Limits of the CUDA kernels that host code (dispatcher, argument checks) needs without CUDA.
+#pragma once
+
+namespace lowbit {
+
+// Largest token count MMVQ takes in one pass over the weight.
+inline constexpr int kMmvqMaxTokens = 16;
+
+}  // namespace lowbit

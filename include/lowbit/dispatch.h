@@ -1,0 +1,40 @@
+// The dispatcher's policy: which dense kernel runs for (type, M, N, K, device). Pure functions
+// over measured thresholds kept as data (src/dispatch_policy.cpp); no CUDA, no torch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lowbit/quant_type.h"
+
+namespace lowbit {
+
+enum class DenseKernel : int32_t {
+  kMmvq = 0,           // few tokens: one pass over the quantized weight
+  kMmq = 1,            // tiled GEMM on the quantized weight (not built yet)
+  kDequantMatmul = 2,  // decode to bf16 at memory speed, then the framework's bf16 GEMM
+  kCpuReference = 3,   // no GPU: decode on the CPU, then the CPU GEMM
+};
+
+const char* dense_kernel_name(DenseKernel k);
+// "auto" is not a kernel; throws lowbit::Error naming `arg` for unknown names.
+DenseKernel parse_dense_kernel(const std::string& name, const char* arg = "kernel");
+
+// What the policy needs to know about the device; compute_major == 0 means the CPU.
+struct DeviceFacts {
+  int compute_major = 0;
+  int compute_minor = 0;
+  int multiprocessors = 0;
+};
+
+struct DenseChoice {
+  DenseKernel kernel;
+  std::string reason;  // why, in one sentence, for logs and `explain`
+};
+
+DenseChoice select_dense(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device);
+
+// Largest M that MMVQ handles best for this type on this device (from measurements).
+int mmvq_max_tokens(QuantType t, const DeviceFacts& device);
+
+}  // namespace lowbit

@@ -1,0 +1,74 @@
+// Dense kernel selection. Thresholds are data measured on real GPUs (benchmarks/results/); a GPU
+// never measured gets the conservative default.
+#include <sstream>
+
+#include "lowbit/cuda_limits.h"
+#include "lowbit/dispatch.h"
+#include "lowbit/error.h"
+
+namespace lowbit {
+namespace {
+
+// MMVQ is at least as fast as dequantize + bf16 GEMM up to this many tokens.
+struct MmvqLimit {
+  int compute_major;  // 0: any architecture
+  QuantType type;     // QuantType{0}: any type
+  int max_tokens;
+};
+
+// Measured: see benchmarks/NOTES.md ("dispatcher thresholds").
+constexpr MmvqLimit kMmvqLimits[] = {
+    {9, QuantType{0}, 16},  // Hopper (H200): MMVQ beats dequant + cuBLAS through M = 16 for every type
+    {0, QuantType{0}, 8},   // not measured: stay where MMVQ is surely ahead
+};
+
+}  // namespace
+
+const char* dense_kernel_name(DenseKernel k) {
+  switch (k) {
+    case DenseKernel::kMmvq:
+      return "mmvq";
+    case DenseKernel::kMmq:
+      return "mmq";
+    case DenseKernel::kDequantMatmul:
+      return "dequant_matmul";
+    case DenseKernel::kCpuReference:
+      return "cpu_reference";
+  }
+  return "unknown";
+}
+
+DenseKernel parse_dense_kernel(const std::string& name, const char* arg) {
+  for (DenseKernel k : {DenseKernel::kMmvq, DenseKernel::kMmq, DenseKernel::kDequantMatmul, DenseKernel::kCpuReference})
+    if (name == dense_kernel_name(k)) return k;
+  detail::fail(arg, ": unknown kernel \"", name, "\" (auto, mmvq, dequant_matmul, cpu_reference)");
+}
+
+int mmvq_max_tokens(QuantType t, const DeviceFacts& device) {
+  for (const MmvqLimit& l : kMmvqLimits) {
+    const bool arch = l.compute_major == 0 || l.compute_major == device.compute_major;
+    const bool type = l.type == QuantType{0} || l.type == t;
+    if (arch && type) return l.max_tokens < kMmvqMaxTokens ? l.max_tokens : kMmvqMaxTokens;
+  }
+  return 1;
+}
+
+DenseChoice select_dense(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device) {
+  weight_type_info(static_cast<int64_t>(t), "qtype");
+  std::ostringstream why;
+  if (device.compute_major == 0) {
+    why << "no GPU: the CPU decodes the weight and multiplies with torch's CPU GEMM";
+    return {DenseKernel::kCpuReference, why.str()};
+  }
+  const int limit = mmvq_max_tokens(t, device);
+  if (m <= limit) {
+    why << "M = " << m << " <= " << limit << " (measured MMVQ limit for " << type_name(t) << " on sm_"
+        << device.compute_major << device.compute_minor << "): one pass over the " << n << "x" << k
+        << " quantized weight";
+    return {DenseKernel::kMmvq, why.str()};
+  }
+  why << "M = " << m << " > " << limit << ": decode to bf16 at memory speed, then cuBLAS bf16 GEMM (no MMQ yet)";
+  return {DenseKernel::kDequantMatmul, why.str()};
+}
+
+}  // namespace lowbit
