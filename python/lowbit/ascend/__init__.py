@@ -12,8 +12,6 @@ Not run on Ascend hardware: verified only against a CPU emulation of the torch_n
 
 from __future__ import annotations
 
-import torch
-
 from . import _device, layout
 from ._dtypes import E8M0_CODE, FP4X2_CODE, canonical_dtype, set_e8m0_spelling
 from .api import COVERED_TYPES, clear_cache, fused_moe, linear

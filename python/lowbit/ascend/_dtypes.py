@@ -10,8 +10,6 @@ arguments to ``torch.float8_e8m0fnu`` should a torch_npu release want that inste
 
 from __future__ import annotations
 
-from typing import Union
-
 import torch
 
 E8M0_CODE = 293
@@ -21,11 +19,15 @@ FLOAT8_E5M2_CODE = 291
 FORMAT_ND = 2
 FORMAT_FRACTAL_NZ = 29
 
-DtypeLike = Union[torch.dtype, int, str]
+DtypeLike = torch.dtype | int | str
 
 # Canonical names, and every spelling a caller may use for them.
-_BY_CODE = {E8M0_CODE: "float8_e8m0fnu", FP4X2_CODE: "float4_e2m1fn_x2", FLOAT8_E4M3_CODE: "float8_e4m3fn",
-            FLOAT8_E5M2_CODE: "float8_e5m2"}
+_BY_CODE = {
+    E8M0_CODE: "float8_e8m0fnu",
+    FP4X2_CODE: "float4_e2m1fn_x2",
+    FLOAT8_E4M3_CODE: "float8_e4m3fn",
+    FLOAT8_E5M2_CODE: "float8_e5m2",
+}
 _BY_TORCH = {
     torch.float8_e8m0fnu: "float8_e8m0fnu",
     torch.float4_e2m1fn_x2: "float4_e2m1fn_x2",
@@ -71,7 +73,7 @@ def set_e8m0_spelling(spelling: str) -> None:
     _e8m0_spelling = spelling
 
 
-def e8m0_arg() -> Union[int, torch.dtype]:
+def e8m0_arg() -> int | torch.dtype:
     """The value passed as scale_dtype / per_token_scale_dtype / weight_scale_dtype / x_scale_dtype."""
     return E8M0_CODE if _e8m0_spelling == "code" else torch.float8_e8m0fnu
 

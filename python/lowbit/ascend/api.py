@@ -8,7 +8,8 @@ prepared layer for as long as the weight tensor lives and is not modified in pla
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -25,7 +26,7 @@ COVERED_TYPES = tuple(_TYPE_NAMES)
 # of the two) or FP4 activations ("w4a4_mxfp4"). Prepared layers (lowbit.ascend.prepare_linear) choose freely.
 MXFP4_LINEAR_SCHEME = "w4a8_mxfp4"
 
-QTypeLike = Union[int, str]
+QTypeLike = int | str
 
 
 def quant_type_id(qtype: QTypeLike, arg: str = "qtype") -> int:
@@ -53,10 +54,12 @@ class _PreparedCache:
         self._entries: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
 
     @staticmethod
-    def _stamp(tensors: Sequence[Optional[torch.Tensor]], extra: tuple[Any, ...]) -> tuple[Any, ...]:
+    def _stamp(tensors: Sequence[torch.Tensor | None], extra: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple((t._version, t.device) if t is not None else None for t in tensors) + extra
 
-    def get_or_make(self, tensors: Sequence[Optional[torch.Tensor]], extra: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    def get_or_make(
+        self, tensors: Sequence[torch.Tensor | None], extra: tuple[Any, ...], make: Callable[[], Any]
+    ) -> Any:
         key = tuple(id(t) for t in tensors) + (hash(extra),)
         stamp = self._stamp(tensors, extra)
         hit = self._entries.get(key)
@@ -87,13 +90,15 @@ def _require_npu(x: torch.Tensor, arg: str = "x") -> None:
         raise ValueError(f"{arg}: lowbit.ascend runs on NPU tensors, got {device}")
 
 
-def _detached(t: Optional[torch.Tensor], device: torch.device) -> Optional[torch.Tensor]:
+def _detached(t: torch.Tensor | None, device: torch.device) -> torch.Tensor | None:
     """t on `device` as a new tensor object: the prepared layer's views then keep the storage alive but not
     the caller's tensor object, whose death evicts the cache entry."""
     return None if t is None else t.to(device).detach()
 
 
-def _split_mx(qtype: int, w: torch.Tensor, scales: Optional[torch.Tensor], arg: str, scales_arg: str) -> tuple[torch.Tensor, torch.Tensor, str]:
+def _split_mx(
+    qtype: int, w: torch.Tensor, scales: torch.Tensor | None, arg: str, scales_arg: str
+) -> tuple[torch.Tensor, torch.Tensor, str]:
     """(elements, scales [..., N, K/32], element kind) of a weight in any covered type."""
     if qtype == MXFP4_GGUF:
         if scales is not None:
@@ -112,8 +117,8 @@ def linear(
     w: torch.Tensor,
     qtype: QTypeLike,
     *,
-    scales: Optional[torch.Tensor] = None,
-    bias: Optional[torch.Tensor] = None,
+    scales: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """y = x @ W^T (+ bias) on the NPU, for lowbit's MX weight types.
 
@@ -131,8 +136,10 @@ def linear(
     """
     _require_npu(x)
     q = quant_type_id(qtype)
-    scheme_cls = W8A8Mxfp8Linear if q == MXFP8_E4M3 else (
-        W4A8Mxfp4Linear if MXFP4_LINEAR_SCHEME == "w4a8_mxfp4" else W4A4Mxfp4Linear
+    scheme_cls = (
+        W8A8Mxfp8Linear
+        if q == MXFP8_E4M3
+        else (W4A8Mxfp4Linear if MXFP4_LINEAR_SCHEME == "w4a8_mxfp4" else W4A4Mxfp4Linear)
     )
 
     def make() -> NpuLinear:
@@ -153,9 +160,9 @@ def fused_moe(
     w13_type: QTypeLike,
     w2_type: QTypeLike,
     activation: str = "silu",
-    w13_scales: Optional[torch.Tensor] = None,
-    w2_scales: Optional[torch.Tensor] = None,
-    expert_range: Optional[Sequence[int]] = None,
+    w13_scales: torch.Tensor | None = None,
+    w2_scales: torch.Tensor | None = None,
+    expert_range: Sequence[int] | None = None,
 ) -> torch.Tensor:
     """A Mixture-of-Experts layer on the NPU, for lowbit's MX weight types (same contract as lowbit.fused_moe).
 

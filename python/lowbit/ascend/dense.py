@@ -14,7 +14,6 @@ alignment rule (``layout.k_alignment_problem``, e.g. K = 4304) runs in bf16 and 
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 import torch
 
@@ -36,7 +35,7 @@ def _check_float(t: torch.Tensor, arg: str) -> None:
         raise ValueError(f"{arg}: must be bfloat16, float16 or float32, got {t.dtype}")
 
 
-def _bias_fp32(bias: Optional[torch.Tensor], n: int) -> Optional[torch.Tensor]:
+def _bias_fp32(bias: torch.Tensor | None, n: int) -> torch.Tensor | None:
     """The MX matmuls take a float32 [N] bias."""
     if bias is None:
         return None
@@ -55,7 +54,10 @@ def _check_split_weight(weight: torch.Tensor, weight_scale: torch.Tensor, fp4: b
     if problem:
         raise ValueError(f"weight: {problem}; a split MX checkpoint cannot hold this layer")
     if tuple(weight_scale.shape) != (n, k // 32):
-        raise ValueError(f"weight_scale: must be [N, K/32] = [{n}, {k // 32}] for weight {tuple(weight.shape)}, got {tuple(weight_scale.shape)}")
+        raise ValueError(
+            f"weight_scale: must be [N, K/32] = [{n}, {k // 32}] for weight {tuple(weight.shape)}, "
+            f"got {tuple(weight_scale.shape)}"
+        )
     return n, k
 
 
@@ -65,7 +67,7 @@ class NpuLinear:
 
     scheme: str = ""
 
-    def __init__(self, in_features: int, out_features: int, bias: Optional[torch.Tensor]) -> None:
+    def __init__(self, in_features: int, out_features: int, bias: torch.Tensor | None) -> None:
         self.in_features = in_features
         self.out_features = out_features
         self.bias = _bias_fp32(bias, out_features)
@@ -73,7 +75,7 @@ class NpuLinear:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward(x)
 
-    def forward(self, x: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         """x [..., K] bfloat16 / float16 / float32 -> [..., N] in x's dtype. ``bias`` [N] overrides the
         prepared one. float32 inputs run with a bfloat16 output (the MX matmuls emit bf16 / fp16)."""
         _check_float(x, "x")
@@ -85,7 +87,7 @@ class NpuLinear:
         y = self._matmul(x2d, out_dtype, bias32)
         return y.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
 
-    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: Optional[torch.Tensor]) -> torch.Tensor:
+    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -97,12 +99,12 @@ class Bf16Linear(NpuLinear):
 
     scheme = "bf16"
 
-    def __init__(self, weight: torch.Tensor, bias: Optional[torch.Tensor], reason: str) -> None:
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, reason: str) -> None:
         super().__init__(weight.shape[1], weight.shape[0], bias)
         self.weight = weight.to(torch.bfloat16).contiguous()
         self.reason = reason
 
-    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: Optional[torch.Tensor]) -> torch.Tensor:
+    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
         y = torch.nn.functional.linear(x2d.to(torch.bfloat16), self.weight)
         return (y.to(torch.float32) + bias).to(out_dtype) if bias is not None else y.to(out_dtype)
 
@@ -113,31 +115,38 @@ class W8A8Mxfp8Linear(NpuLinear):
 
     scheme = "w8a8_mxfp8"
 
-    def __init__(self, stored: torch.Tensor, paired_scale: torch.Tensor, bias: Optional[torch.Tensor]) -> None:
+    def __init__(self, stored: torch.Tensor, paired_scale: torch.Tensor, bias: torch.Tensor | None) -> None:
         super().__init__(stored.shape[1], stored.shape[0], bias)
         self.weight = layout.logical_weight(stored)
         self.scale = layout.logical_scale(paired_scale)
 
     @classmethod
-    def from_float(cls, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> "W8A8Mxfp8Linear":
+    def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> W8A8Mxfp8Linear:
         """Online: weight [N, K] float, quantized on the device by npu_dynamic_mx_quant (OCP rule)."""
         stored, paired = torch_npu().npu_dynamic_mx_quant(weight, dst_type=torch.float8_e4m3fn)
         return cls(stored, paired, bias)
 
     @classmethod
     def from_checkpoint(
-        cls, weight: torch.Tensor, weight_scale: torch.Tensor, bias: Optional[torch.Tensor] = None
-    ) -> "W8A8Mxfp8Linear":
+        cls, weight: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> W8A8Mxfp8Linear:
         """Offline: weight [N, K] float8_e4m3fn (or its uint8 bytes), weight_scale [N, K/32] E8M0."""
         _check_split_weight(weight, weight_scale, fp4=False)
         return cls(fp8_e4m3(weight, "weight").contiguous(), layout.pair_scales(weight_scale), bias)
 
-    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: Optional[torch.Tensor]) -> torch.Tensor:
+    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
         npu = torch_npu()
         xq, xs = npu.npu_dynamic_mx_quant(x2d, dst_type=torch.float8_e4m3fn)
         return npu.npu_quant_matmul(
-            xq, self.weight, self.scale, scale_dtype=e8m0_arg(), pertoken_scale=xs, pertoken_scale_dtype=e8m0_arg(),
-            bias=bias, output_dtype=out_dtype, group_sizes=[1, 1, 32],
+            xq,
+            self.weight,
+            self.scale,
+            scale_dtype=e8m0_arg(),
+            pertoken_scale=xs,
+            pertoken_scale_dtype=e8m0_arg(),
+            bias=bias,
+            output_dtype=out_dtype,
+            group_sizes=[1, 1, 32],
         )
 
 
@@ -147,7 +156,7 @@ class W4A4Mxfp4Linear(NpuLinear):
 
     scheme = "w4a4_mxfp4"
 
-    def __init__(self, stored: torch.Tensor, paired_scale: torch.Tensor, bias: Optional[torch.Tensor]) -> None:
+    def __init__(self, stored: torch.Tensor, paired_scale: torch.Tensor, bias: torch.Tensor | None) -> None:
         super().__init__(2 * stored.shape[1], stored.shape[0], bias)
         self.weight = layout.logical_weight(stored)
         self.scale = layout.logical_scale(paired_scale)
@@ -157,24 +166,35 @@ class W4A4Mxfp4Linear(NpuLinear):
         return torch_npu().npu_dynamic_mx_quant(weight, dst_type=fp4_arg(), round_mode=FP4_ACTIVATION_ROUND_MODE)
 
     @classmethod
-    def from_float(cls, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> "NpuLinear":
+    def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> NpuLinear:
         """Online: weight [N, K] float, quantized on the device to packed FP4."""
         stored, paired = cls._quantize_weight(weight)
         return cls(stored, paired, bias)
 
     @classmethod
-    def from_checkpoint(cls, weight: torch.Tensor, weight_scale: torch.Tensor, bias: Optional[torch.Tensor] = None) -> "NpuLinear":
+    def from_checkpoint(
+        cls, weight: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> NpuLinear:
         """Offline: weight packed E2M1 [N, K/2] (uint8 / int8 / float4_e2m1fn_x2, even element in the low
         nibble), weight_scale [N, K/32] E8M0."""
         _check_split_weight(weight, weight_scale, fp4=True)
         return cls(fp4_bytes(weight, "weight").contiguous(), layout.pair_scales(weight_scale), bias)
 
-    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: Optional[torch.Tensor]) -> torch.Tensor:
+    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
         npu = torch_npu()
         xq, xs = npu.npu_dynamic_mx_quant(x2d, dst_type=fp4_arg(), round_mode=FP4_ACTIVATION_ROUND_MODE)
         return npu.npu_quant_matmul(
-            xq, self.weight, self.scale, scale_dtype=e8m0_arg(), pertoken_scale=xs, pertoken_scale_dtype=e8m0_arg(),
-            bias=bias, output_dtype=out_dtype, x1_dtype=fp4_arg(), x2_dtype=fp4_arg(), group_sizes=[1, 1, 32],
+            xq,
+            self.weight,
+            self.scale,
+            scale_dtype=e8m0_arg(),
+            pertoken_scale=xs,
+            pertoken_scale_dtype=e8m0_arg(),
+            bias=bias,
+            output_dtype=out_dtype,
+            x1_dtype=fp4_arg(),
+            x2_dtype=fp4_arg(),
+            group_sizes=[1, 1, 32],
         )
 
 
@@ -184,17 +204,25 @@ class W4A8Mxfp4Linear(W4A4Mxfp4Linear):
 
     scheme = "w4a8_mxfp4"
 
-    def __init__(self, stored: torch.Tensor, paired_scale: torch.Tensor, bias: Optional[torch.Tensor]) -> None:
+    def __init__(self, stored: torch.Tensor, paired_scale: torch.Tensor, bias: torch.Tensor | None) -> None:
         NpuLinear.__init__(self, 2 * stored.shape[1], stored.shape[0], bias)
         self.weight = layout.nz_cast_then_transpose(stored, customize_dtype=torch.float8_e4m3fn, input_dtype=fp4_arg())
         self.scale = layout.logical_scale(paired_scale)
 
-    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: Optional[torch.Tensor]) -> torch.Tensor:
+    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
         npu = torch_npu()
         xq, xs = npu.npu_dynamic_mx_quant(x2d, dst_type=torch.float8_e4m3fn)
         return npu.npu_quant_matmul(
-            xq, self.weight, self.scale, scale_dtype=e8m0_arg(), pertoken_scale=xs, pertoken_scale_dtype=e8m0_arg(),
-            bias=bias, output_dtype=out_dtype, x2_dtype=fp4_arg(), group_sizes=[0, 0, 32],
+            xq,
+            self.weight,
+            self.scale,
+            scale_dtype=e8m0_arg(),
+            pertoken_scale=xs,
+            pertoken_scale_dtype=e8m0_arg(),
+            bias=bias,
+            output_dtype=out_dtype,
+            x2_dtype=fp4_arg(),
+            group_sizes=[0, 0, 32],
         )
 
 
@@ -205,20 +233,24 @@ class W4A4Mxfp4DualLevelLinear(NpuLinear):
 
     scheme = "w4a4_mxfp4_dual"
 
-    def __init__(self, stored: torch.Tensor, level0: torch.Tensor, level1: torch.Tensor, bias: Optional[torch.Tensor]) -> None:
+    def __init__(
+        self, stored: torch.Tensor, level0: torch.Tensor, level1: torch.Tensor, bias: torch.Tensor | None
+    ) -> None:
         super().__init__(2 * stored.shape[1], stored.shape[0], bias)
         npu = torch_npu()
-        self.weight = npu.npu_format_cast(stored.contiguous().view(torch.int8), FORMAT_FRACTAL_NZ, customize_dtype=torch.int8)
+        self.weight = npu.npu_format_cast(
+            stored.contiguous().view(torch.int8), FORMAT_FRACTAL_NZ, customize_dtype=torch.int8
+        )
         self.level0 = level0.transpose(0, 1).contiguous()
         self.level1 = e8m0_bytes(level1, "level1").contiguous()
 
     @classmethod
-    def from_float(cls, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> "W4A4Mxfp4DualLevelLinear":
+    def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None = None) -> W4A4Mxfp4DualLevelLinear:
         """Online: weight [N, K] float, quantized on the device by npu_dynamic_dual_level_mx_quant."""
         stored, level0, level1 = torch_npu().npu_dynamic_dual_level_mx_quant(_half_precision(weight))
         return cls(stored, level0, level1, bias)
 
-    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: Optional[torch.Tensor]) -> torch.Tensor:
+    def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
         npu = torch_npu()
         xq, x_level0, x_level1 = npu.npu_dynamic_dual_level_mx_quant(_half_precision(x2d))
         return npu.npu_dual_level_quant_matmul(
@@ -243,9 +275,9 @@ def prepare_linear(
     weight: torch.Tensor,
     scheme: str,
     *,
-    weight_scale: Optional[torch.Tensor] = None,
-    bias: Optional[torch.Tensor] = None,
-    name: Optional[str] = None,
+    weight_scale: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    name: str | None = None,
 ) -> NpuLinear:
     """Prepare a dense layer for the NPU.
 

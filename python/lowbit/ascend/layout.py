@@ -12,7 +12,7 @@ sections 3a, 4, 5), on top of lowbit's C++ layout ops (torch.ops.lowbit.mx_pair_
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Union
+from collections.abc import Callable
 
 import torch
 
@@ -28,7 +28,8 @@ def _layout_op(name: str) -> Callable[..., object]:
         return getattr(torch.ops.lowbit, name)
     except (AttributeError, RuntimeError) as e:
         raise RuntimeError(
-            f"torch.ops.lowbit.{name} is missing: lowbit's C++ extension is not loaded (import lowbit after building it)"
+            f"torch.ops.lowbit.{name} is missing: lowbit's C++ extension is not loaded "
+            "(import lowbit after building it)"
         ) from e
 
 
@@ -78,7 +79,7 @@ def logical_scale(paired: torch.Tensor) -> torch.Tensor:
 
 
 def nz_cast_then_transpose(
-    stored: torch.Tensor, *, customize_dtype: Optional[torch.dtype] = None, input_dtype: Optional[int] = None
+    stored: torch.Tensor, *, customize_dtype: torch.dtype | None = None, input_dtype: int | None = None
 ) -> torch.Tensor:
     """Cast the contiguous stored weight [..., N, K'] to FRACTAL_NZ, then present the logical [..., K', N]
     transpose view. The cast must come first: torch_npu skips casting a view or non-contiguous tensor."""
@@ -87,7 +88,7 @@ def nz_cast_then_transpose(
             "stored: the FRACTAL_NZ cast needs the contiguous stored weight [..., N, K] (not a view); "
             f"got strides {stored.stride()} at offset {stored.storage_offset()}"
         )
-    kwargs: dict[str, Union[torch.dtype, int]] = {}
+    kwargs: dict[str, torch.dtype | int] = {}
     if customize_dtype is not None:
         kwargs["customize_dtype"] = customize_dtype
     if input_dtype is not None:
@@ -96,7 +97,7 @@ def nz_cast_then_transpose(
     return nz.transpose(-1, -2)
 
 
-def k_alignment_problem(k: int, *, fp4: bool) -> Optional[str]:
+def k_alignment_problem(k: int, *, fp4: bool) -> str | None:
     """Why an MX layer with reduction length K cannot run on the MX path, or None when it can.
 
     The rule: K % 32 == 0. Split MX layouts (and checkpoints) hold whole 32-element blocks, one E8M0

@@ -20,8 +20,8 @@ up in [-limit, limit]) -> npu_dynamic_mx_quant. The same unfused form runs when 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence, Union
 
 import torch
 
@@ -60,12 +60,12 @@ class MxExperts:
         return self.element == "mxfp4"
 
     @classmethod
-    def from_stored(cls, element: str, stored: torch.Tensor, paired: torch.Tensor) -> "MxExperts":
+    def from_stored(cls, element: str, stored: torch.Tensor, paired: torch.Tensor) -> MxExperts:
         k = stored.shape[-1] * (2 if element == "mxfp4" else 1)
         return cls(element, layout.logical_weight(stored), layout.logical_scale(paired), k, stored.shape[-2])
 
     @classmethod
-    def from_float(cls, weight: torch.Tensor, element: str) -> "MxExperts":
+    def from_float(cls, weight: torch.Tensor, element: str) -> MxExperts:
         """Online: weight [E, N, K] float, quantized on the device along K (OCP rule)."""
         npu = torch_npu()
         if element == "mxfp4":
@@ -75,11 +75,13 @@ class MxExperts:
         return cls.from_stored(element, stored, paired)
 
     @classmethod
-    def from_checkpoint(cls, weight: torch.Tensor, weight_scale: torch.Tensor, element: str, arg: str) -> "MxExperts":
+    def from_checkpoint(cls, weight: torch.Tensor, weight_scale: torch.Tensor, element: str, arg: str) -> MxExperts:
         """Offline: weight [E, N, K] float8_e4m3fn / uint8 (MXFP8) or packed [E, N, K/2] (MXFP4), and
         weight_scale [E, N, K/32] E8M0, as the checkpoint stores them."""
         if weight.dim() != 3:
-            raise ValueError(f"{arg}: must be 3-D [E, N, K{'/2' if element == 'mxfp4' else ''}], got shape {tuple(weight.shape)}")
+            raise ValueError(
+                f"{arg}: must be 3-D [E, N, K{'/2' if element == 'mxfp4' else ''}], got shape {tuple(weight.shape)}"
+            )
         k = weight.shape[-1] * (2 if element == "mxfp4" else 1)
         problem = layout.k_alignment_problem(k, fp4=element == "mxfp4")
         if problem:
@@ -90,7 +92,7 @@ class MxExperts:
         stored = fp4_bytes(weight, arg) if element == "mxfp4" else fp8_e4m3(weight, arg)
         return cls.from_stored(element, stored.contiguous(), layout.pair_scales(weight_scale))
 
-    def local(self, start: int, end: int) -> "MxExperts":
+    def local(self, start: int, end: int) -> MxExperts:
         """The experts [start, end) as views (no copy)."""
         return MxExperts(self.element, self.weight[start:end], self.scale[start:end], self.k, self.n)
 
@@ -109,18 +111,18 @@ class Bf16Experts:
         return self.weight.shape[0]
 
     @classmethod
-    def from_float(cls, weight: torch.Tensor) -> "Bf16Experts":
+    def from_float(cls, weight: torch.Tensor) -> Bf16Experts:
         stored = weight.to(torch.bfloat16).contiguous()
         return cls(layout.logical_weight(stored), stored.shape[-1], stored.shape[-2])
 
-    def local(self, start: int, end: int) -> "Bf16Experts":
+    def local(self, start: int, end: int) -> Bf16Experts:
         return Bf16Experts(self.weight[start:end], self.k, self.n)
 
 
-Experts = Union[MxExperts, Bf16Experts]
+Experts = MxExperts | Bf16Experts
 
 
-def swiglu(gate_up: torch.Tensor, limit: Optional[float]) -> torch.Tensor:
+def swiglu(gate_up: torch.Tensor, limit: float | None) -> torch.Tensor:
     """silu(gate) * up of [M, 2I] (gate = first half), in float32. With ``limit``: gate clamped to
     <= limit and up to [-limit, limit] first (DeepSeek-V4 / MiniMax)."""
     half = gate_up.shape[-1] // 2
@@ -135,8 +137,9 @@ def swiglu(gate_up: torch.Tensor, limit: Optional[float]) -> torch.Tensor:
 class NpuMoE:
     """A prepared MoE layer: w13 [E, 2I, H] (gate rows, then up rows) and w2 [E, H, I] on the NPU."""
 
-    def __init__(self, w13: Experts, w2: Experts, *, swiglu_limit: Optional[float] = None,
-                 fallback_reason: Optional[str] = None) -> None:
+    def __init__(
+        self, w13: Experts, w2: Experts, *, swiglu_limit: float | None = None, fallback_reason: str | None = None
+    ) -> None:
         if w13.experts != w2.experts:
             raise ValueError(f"w2: has {w2.experts} experts, w13 has {w13.experts}")
         if w13.n != 2 * w2.k or w2.n != w13.k:
@@ -153,7 +156,7 @@ class NpuMoE:
         self.hidden, self.intermediate = w13.k, w2.k
         self.unfused_reason = self._unfused_reason()
 
-    def _unfused_reason(self) -> Optional[str]:
+    def _unfused_reason(self) -> str | None:
         if self.w13.element == "bf16":
             return "bf16 fallback"
         if self.swiglu_limit is not None:
@@ -169,9 +172,16 @@ class NpuMoE:
     # ---- construction ---------------------------------------------------------------------------
 
     @classmethod
-    def from_float(cls, w13: torch.Tensor, w2: torch.Tensor, *, scheme: str = "w8a8_mxfp8",
-                   w2_scheme: Optional[str] = None, swiglu_limit: Optional[float] = None,
-                   name: Optional[str] = None) -> "NpuMoE":
+    def from_float(
+        cls,
+        w13: torch.Tensor,
+        w2: torch.Tensor,
+        *,
+        scheme: str = "w8a8_mxfp8",
+        w2_scheme: str | None = None,
+        swiglu_limit: float | None = None,
+        name: str | None = None,
+    ) -> NpuMoE:
         """Online: float w13 [E, 2I, H] and w2 [E, H, I], quantized on the device. ``scheme`` is
         "w8a8_mxfp8" or "w4a4_mxfp4" (``w2_scheme`` defaults to it). When H or I breaks the K alignment
         rule the layer runs in bf16 and logs why."""
@@ -183,22 +193,39 @@ class NpuMoE:
         for arg, w in (("w13", w13), ("w2", w2)):
             if w.dim() != 3 or w.dtype not in (torch.bfloat16, torch.float16, torch.float32):
                 raise ValueError(f"{arg}: must be a float [E, N, K] tensor, got {w.dtype} {tuple(w.shape)}")
-        problems = [p for p in (
-            layout.k_alignment_problem(w13.shape[-1], fp4=elements[0] == "mxfp4"),
-            layout.k_alignment_problem(w2.shape[-1], fp4=elements[1] == "mxfp4"),
-        ) if p]
+        problems = [
+            p
+            for p in (
+                layout.k_alignment_problem(w13.shape[-1], fp4=elements[0] == "mxfp4"),
+                layout.k_alignment_problem(w2.shape[-1], fp4=elements[1] == "mxfp4"),
+            )
+            if p
+        ]
         if problems:
             reason = "; ".join(problems)
             logger.warning("MoE layer %s runs in bf16 instead of %s: %s", name or "<unnamed>", scheme, reason)
-            return cls(Bf16Experts.from_float(w13), Bf16Experts.from_float(w2), swiglu_limit=swiglu_limit,
-                       fallback_reason=reason)
-        return cls(MxExperts.from_float(w13, elements[0]), MxExperts.from_float(w2, elements[1]),
-                   swiglu_limit=swiglu_limit)
+            return cls(
+                Bf16Experts.from_float(w13),
+                Bf16Experts.from_float(w2),
+                swiglu_limit=swiglu_limit,
+                fallback_reason=reason,
+            )
+        return cls(
+            MxExperts.from_float(w13, elements[0]), MxExperts.from_float(w2, elements[1]), swiglu_limit=swiglu_limit
+        )
 
     @classmethod
-    def from_checkpoint(cls, w13: torch.Tensor, w13_scale: torch.Tensor, w2: torch.Tensor, w2_scale: torch.Tensor,
-                        *, w13_format: str, w2_format: Optional[str] = None,
-                        swiglu_limit: Optional[float] = None) -> "NpuMoE":
+    def from_checkpoint(
+        cls,
+        w13: torch.Tensor,
+        w13_scale: torch.Tensor,
+        w2: torch.Tensor,
+        w2_scale: torch.Tensor,
+        *,
+        w13_format: str,
+        w2_format: str | None = None,
+        swiglu_limit: float | None = None,
+    ) -> NpuMoE:
         """Offline: pre-quantized experts as the checkpoint stores them: w13 [E, 2I, H] (MXFP8
         float8_e4m3fn / uint8) or [E, 2I, H/2] (packed MXFP4), w13_scale [E, 2I, H/32]; w2 likewise
         with [E, H, I]. Formats are "mxfp8" or "mxfp4"."""
@@ -207,13 +234,23 @@ class NpuMoE:
             if f not in ELEMENTS:
                 raise ValueError(f"{arg}: must be one of {ELEMENTS}, got {f!r}")
             formats.append(f)
-        return cls(MxExperts.from_checkpoint(w13, w13_scale, formats[0], "w13"),
-                   MxExperts.from_checkpoint(w2, w2_scale, formats[1], "w2"), swiglu_limit=swiglu_limit)
+        return cls(
+            MxExperts.from_checkpoint(w13, w13_scale, formats[0], "w13"),
+            MxExperts.from_checkpoint(w2, w2_scale, formats[1], "w2"),
+            swiglu_limit=swiglu_limit,
+        )
 
     # ---- forward --------------------------------------------------------------------------------
 
-    def __call__(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor, *,
-                 expert_range: Optional[Sequence[int]] = None, num_global_experts: Optional[int] = None) -> torch.Tensor:
+    def __call__(
+        self,
+        x: torch.Tensor,
+        topk_weights: torch.Tensor,
+        topk_ids: torch.Tensor,
+        *,
+        expert_range: Sequence[int] | None = None,
+        num_global_experts: int | None = None,
+    ) -> torch.Tensor:
         """x [T, H] bf16 / fp16 / fp32, topk_weights [T, k] float, topk_ids [T, k] int32 / int64 -> [T, H]
         in x's dtype. ``expert_range=(start, end)`` selects the expert-parallel variant: this layer holds
         global experts [start, end) (end - start == E) and every other id contributes zero.
@@ -225,7 +262,10 @@ class NpuMoE:
         else:
             start, end = (int(v) for v in expert_range)
             if not 0 <= start < end or end - start != self.experts:
-                raise ValueError(f"expert_range: must be (start, end) with end - start = E = {self.experts}, got {tuple(expert_range)}")
+                raise ValueError(
+                    f"expert_range: must be (start, end) with end - start = E = {self.experts}, "
+                    f"got {tuple(expert_range)}"
+                )
             out = self._forward_ep(xr, topk_weights, topk_ids, start, end, num_global_experts or end)
         return out.to(x.dtype)
 
@@ -233,9 +273,14 @@ class NpuMoE:
         if x.dim() != 2 or x.shape[1] != self.hidden or x.dtype not in (torch.bfloat16, torch.float16, torch.float32):
             raise ValueError(f"x: must be float [T, H = {self.hidden}], got {x.dtype} {tuple(x.shape)}")
         if topk_ids.dim() != 2 or topk_ids.shape[0] != x.shape[0] or topk_ids.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"topk_ids: must be int32/int64 [T = {x.shape[0]}, k], got {topk_ids.dtype} {tuple(topk_ids.shape)}")
+            raise ValueError(
+                f"topk_ids: must be int32/int64 [T = {x.shape[0]}, k], got {topk_ids.dtype} {tuple(topk_ids.shape)}"
+            )
         if tuple(topk_weights.shape) != tuple(topk_ids.shape) or not topk_weights.is_floating_point():
-            raise ValueError(f"topk_weights: must be float {tuple(topk_ids.shape)} like topk_ids, got {topk_weights.dtype} {tuple(topk_weights.shape)}")
+            raise ValueError(
+                f"topk_weights: must be float {tuple(topk_ids.shape)} like topk_ids, "
+                f"got {topk_weights.dtype} {tuple(topk_weights.shape)}"
+            )
 
     def _forward_tp(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor) -> torch.Tensor:
         npu = torch_npu()
@@ -247,8 +292,14 @@ class NpuMoE:
         weights = torch.where(valid, topk_weights, torch.zeros_like(topk_weights))
         fuse_fp8_quant = isinstance(self.w13, MxExperts) and not self.w13.fp4
         routed_x, row_idx, counts, routed_scale = npu.npu_moe_init_routing_v2(
-            x, ids, active_num=tokens * top_k, expert_num=experts, expert_tokens_num_type=1,
-            expert_tokens_num_flag=True, active_expert_range=[0, experts], quant_mode=3 if fuse_fp8_quant else -1,
+            x,
+            ids,
+            active_num=tokens * top_k,
+            expert_num=experts,
+            expert_tokens_num_type=1,
+            expert_tokens_num_flag=True,
+            active_expert_range=[0, experts],
+            quant_mode=3 if fuse_fp8_quant else -1,
         )
         if fuse_fp8_quant:
             # [M, CeilAlign(ceil(H/32), 2)] e8m0 -> the paired [M, ceil(H/64), 2] the GEMMs read.
@@ -257,17 +308,30 @@ class NpuMoE:
             activation = self._quantize_for(self.w13, routed_x)
         y = self._experts(activation, counts)
         return npu.npu_moe_finalize_routing(
-            y, None, None, None, scales=weights, expanded_src_to_dst_row=row_idx, export_for_source_row=ids,
+            y,
+            None,
+            None,
+            None,
+            scales=weights,
+            expanded_src_to_dst_row=row_idx,
+            export_for_source_row=ids,
             drop_pad_mode=2,
         )
 
-    def _forward_ep(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor, start: int, end: int,
-                    expert_num: int) -> torch.Tensor:
+    def _forward_ep(
+        self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor, start: int, end: int, expert_num: int
+    ) -> torch.Tensor:
         npu = torch_npu()
         tokens, top_k = topk_ids.shape
         routed_x, row_idx, counts, _ = npu.npu_moe_init_routing_v2(
-            x, topk_ids.to(torch.int32), active_num=tokens * top_k, expert_num=expert_num, expert_tokens_num_type=1,
-            expert_tokens_num_flag=True, active_expert_range=[start, end], quant_mode=-1,
+            x,
+            topk_ids.to(torch.int32),
+            active_num=tokens * top_k,
+            expert_num=expert_num,
+            expert_tokens_num_type=1,
+            expert_tokens_num_flag=True,
+            active_expert_range=[start, end],
+            quant_mode=-1,
         )
         y = self._experts(self._quantize_for(self.w13, routed_x), counts)
         # Gather-combine: row_idx[t * k + j] is the routed row of (t, j), or -1 for an excluded expert.
@@ -281,7 +345,7 @@ class NpuMoE:
     # ---- the two projections --------------------------------------------------------------------
 
     @staticmethod
-    def _quantize_for(experts: Experts, rows: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def _quantize_for(experts: Experts, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Activation rows in the element type a projection's GEMM takes: (elements, paired scales)."""
         if isinstance(experts, Bf16Experts):
             return rows.to(torch.bfloat16), None
@@ -294,28 +358,45 @@ class NpuMoE:
     def _mx_dtype_kwargs(experts: MxExperts, x_kwarg: str, w_kwarg: str) -> dict[str, int]:
         return {x_kwarg: fp4_arg(), w_kwarg: fp4_arg()} if experts.fp4 else {}
 
-    def _grouped_matmul(self, experts: Experts, x: torch.Tensor, x_scale: Optional[torch.Tensor],
-                        counts: torch.Tensor) -> torch.Tensor:
+    def _grouped_matmul(
+        self, experts: Experts, x: torch.Tensor, x_scale: torch.Tensor | None, counts: torch.Tensor
+    ) -> torch.Tensor:
         """One projection over the routed rows with the COUNT group list -> bf16 [M, N]."""
         npu = torch_npu()
         common = dict(split_item=2, group_type=0, group_list_type=1, group_list=counts, output_dtype=torch.bfloat16)
         if isinstance(experts, Bf16Experts):
             return npu.npu_grouped_matmul([x], [experts.weight], **common)[0]
         return npu.npu_grouped_matmul(
-            [x], [experts.weight], scale=[experts.scale], per_token_scale=[x_scale], scale_dtype=e8m0_arg(),
-            per_token_scale_dtype=e8m0_arg(), **self._mx_dtype_kwargs(experts, "x_dtype", "weight_dtype"), **common,
+            [x],
+            [experts.weight],
+            scale=[experts.scale],
+            per_token_scale=[x_scale],
+            scale_dtype=e8m0_arg(),
+            per_token_scale_dtype=e8m0_arg(),
+            **self._mx_dtype_kwargs(experts, "x_dtype", "weight_dtype"),
+            **common,
         )[0]
 
-    def _experts(self, activation: tuple[torch.Tensor, Optional[torch.Tensor]], counts: torch.Tensor) -> torch.Tensor:
+    def _experts(self, activation: tuple[torch.Tensor, torch.Tensor | None], counts: torch.Tensor) -> torch.Tensor:
         """gate/up GEMM + SwiGLU (fused with the MX requant when allowed), then the down GEMM -> [M, H] bf16."""
         x, x_scale = activation
         if self.unfused_reason is None:
             assert isinstance(self.w13, MxExperts) and isinstance(self.w2, MxExperts)
             out_dtype = fp4_arg() if self.w2.fp4 else torch.float8_e4m3fn
             h, h_scale = torch_npu().npu_grouped_matmul_swiglu_quant_v2(
-                x, [self.w13.weight], [self.w13.scale], x_scale, counts.cumsum(0), dequant_mode=2, quant_mode=2,
-                dequant_dtype=torch.float32, quant_dtype=out_dtype, group_list_type=0, weight_scale_dtype=e8m0_arg(),
-                x_scale_dtype=e8m0_arg(), **self._mx_dtype_kwargs(self.w13, "x_dtype", "weight_dtype"),
+                x,
+                [self.w13.weight],
+                [self.w13.scale],
+                x_scale,
+                counts.cumsum(0),
+                dequant_mode=2,
+                quant_mode=2,
+                dequant_dtype=torch.float32,
+                quant_dtype=out_dtype,
+                group_list_type=0,
+                weight_scale_dtype=e8m0_arg(),
+                x_scale_dtype=e8m0_arg(),
+                **self._mx_dtype_kwargs(self.w13, "x_dtype", "weight_dtype"),
             )
         else:
             gate_up = self._grouped_matmul(self.w13, x, x_scale, counts)

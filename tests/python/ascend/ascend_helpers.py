@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
-import torch
-
 import lowbit
+import torch
 from lowbit import QuantType
 
 # Bounds, stated once. Relative rounding error of one element (half an ulp at the top of a binade):
@@ -42,7 +39,7 @@ def rel_err(y: torch.Tensor, ref: torch.Tensor) -> float:
     return float((y64 - r64).norm() / r64.norm())
 
 
-def assert_tight(y: torch.Tensor, x_deq: torch.Tensor, w_deq: torch.Tensor, bias: Optional[torch.Tensor] = None) -> None:
+def assert_tight(y: torch.Tensor, x_deq: torch.Tensor, w_deq: torch.Tensor, bias: torch.Tensor | None = None) -> None:
     """y (bf16 [M, N]) against the float64 product of the operands the device saw (x_deq [M, K],
     w_deq [N, K], both dequantized by lowbit): per element, within bf16 output rounding plus fp32
     accumulation: |y - ref| <= 2^-8 |ref| + 2^-12 (|x| |w|^T)."""
@@ -62,7 +59,7 @@ def moe_reference(
     topk_weights: torch.Tensor,
     topk_ids: torch.Tensor,
     *,
-    limit: Optional[float] = None,
+    limit: float | None = None,
     expert_range: tuple[int, int] = (0, -1),
 ) -> torch.Tensor:
     """float64 MoE on float weights w13 [E, 2I, H], w2 [E, H, I] holding global experts

@@ -9,14 +9,13 @@ lowbit's CPU reference. The emulator's ops take and return CPU tensors and log e
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
-
-import pytest
-import torch
 
 import fake_torch_npu
 import lowbit.ascend
+import pytest
+import torch
 from fake_torch_npu import STATE, EmulatorState
 
 _NPU_TAG = "_lowbit_emulated_npu"

@@ -3,15 +3,13 @@ contracts, and the outputs against lowbit's CPU reference within the MX quantiza
 
 from __future__ import annotations
 
+import gc
 import logging
-
-import pytest
-import torch
 
 import lowbit
 import lowbit.ascend as ascend
-from lowbit import QuantType
-
+import pytest
+import torch
 from ascend_helpers import (
     ACT_FP4_BOUND,
     ACT_FP8_BOUND,
@@ -21,6 +19,7 @@ from ascend_helpers import (
     dequant_paired,
     rel_err,
 )
+from lowbit import QuantType
 
 E8M0, FP4 = 293, 296
 
@@ -82,8 +81,12 @@ def test_w4a4_mxfp4_single_level_online(npu, trng, m: int, n: int, k: int) -> No
     x2 = mm.info["x2"]
     assert x2.shape == (k // 2, n) and x2.transposed and x2.dtype == torch.uint8 and x2.npu_format == 2
     _check_scale_view(mm.info["scale"], n, k)
-    assert_tight(y, dequant_paired(*xq_call.outputs, QuantType.MXFP4_SPLIT),
-                 dequant_paired(*wq_call.outputs, QuantType.MXFP4_SPLIT), bias)
+    assert_tight(
+        y,
+        dequant_paired(*xq_call.outputs, QuantType.MXFP4_SPLIT),
+        dequant_paired(*wq_call.outputs, QuantType.MXFP4_SPLIT),
+        bias,
+    )
     assert rel_err(y, x.double() @ w.double().t() + bias.double()) <= BOUNDS_ONLINE["w4a4_mxfp4"]
 
 
@@ -105,8 +108,12 @@ def test_w4a8_mxfp4_online_casts_to_nz_before_transposing(npu, trng, m: int, n: 
     _check_scale_view(mm.info["scale"], n, k)
     assert xq_call["dst_type"] == torch.float8_e4m3fn and mm.info["x1"].dtype == torch.float8_e4m3fn
     assert mm["x2_dtype"] == FP4 and mm["x1_dtype"] is None and mm["group_sizes"] == [0, 0, 32]
-    assert_tight(y, dequant_paired(*xq_call.outputs, QuantType.MXFP8_E4M3),
-                 dequant_paired(w_stored, w_paired, QuantType.MXFP4_SPLIT), bias)
+    assert_tight(
+        y,
+        dequant_paired(*xq_call.outputs, QuantType.MXFP8_E4M3),
+        dequant_paired(w_stored, w_paired, QuantType.MXFP4_SPLIT),
+        bias,
+    )
     assert rel_err(y, x.double() @ w.double().t() + bias.double()) <= BOUNDS_ONLINE["w4a8_mxfp4"]
 
 
@@ -114,8 +121,12 @@ def test_w4a8_mxfp4_online_casts_to_nz_before_transposing(npu, trng, m: int, n: 
 def test_w4a4_mxfp4_dual_level_online(npu, trng, m: int, n: int, k: int) -> None:
     x, w, bias = _inputs(trng, m, n, k)
     y = ascend.prepare_linear(w, "w4a4_mxfp4_dual", bias=bias)(npu.to(x))
-    assert npu.ops() == ["npu_dynamic_dual_level_mx_quant", "npu_format_cast", "npu_dynamic_dual_level_mx_quant",
-                         "npu_dual_level_quant_matmul"]
+    assert npu.ops() == [
+        "npu_dynamic_dual_level_mx_quant",
+        "npu_format_cast",
+        "npu_dynamic_dual_level_mx_quant",
+        "npu_dual_level_quant_matmul",
+    ]
     wq_call, cast, xq_call, mm = npu.state.calls
     groups = -(-k // 512)
     assert cast.info["input"].dtype == torch.int8 and cast.info["input"].shape == (n, k // 2) and not cast["skipped"]
@@ -219,6 +230,17 @@ def test_stateless_linear_prepares_once_and_matches_lowbit(npu, trng, qtype) -> 
     npu.reset_log()
     ascend.linear(npu.to(x), data, qtype, scales=scales)
     assert npu.ops() == first
+
+
+def test_prepared_weights_are_dropped_with_the_weight(npu, trng) -> None:
+    x = torch.randn(2, 64, generator=trng).to(torch.bfloat16)
+    data, scales = lowbit.quantize(torch.randn(16, 64, generator=trng), QuantType.MXFP8_E4M3)
+    ascend.linear(npu.to(x), data, "mxfp8_e4m3", scales=scales)
+    cache = ascend.api._CACHE._entries
+    assert len(cache) == 1
+    del data
+    gc.collect()
+    assert len(cache) == 0  # the prepared views do not keep the caller's tensor alive
 
 
 def test_stateless_linear_keeps_shape_and_dtype(npu, trng) -> None:

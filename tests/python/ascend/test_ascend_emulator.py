@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import math
 
-import pytest
-import torch
-
 import fake_torch_npu as tnpu
 import lowbit
+import pytest
+import torch
+from ascend_helpers import dequant
 from fake_torch_npu import _nz
 from lowbit import QuantType
-
-from ascend_helpers import dequant
 
 
 def _ocp_code(amax: float, emax: int) -> int:
@@ -71,7 +69,9 @@ def test_non_last_axis_interleaves_pairs_of_row_blocks(npu, trng) -> None:
         for t in range(2):
             block = 2 * i + t
             for n in range(3):
-                expected = 0 if block >= 5 else _ocp_code(float(x[32 * block : 32 * block + 32, n].float().abs().max()), 8)
+                expected = (
+                    0 if block >= 5 else _ocp_code(float(x[32 * block : 32 * block + 32, n].float().abs().max()), 8)
+                )
                 assert int(s[i, n, t]) == expected
 
 
@@ -116,7 +116,12 @@ def test_init_routing_sorts_stably_and_excludes_out_of_range_experts(npu) -> Non
     x = torch.arange(4 * 32, dtype=torch.float32).reshape(4, 32).to(torch.bfloat16)
     ids = torch.tensor([[2, 0], [1, 2], [0, 5], [2, 1]], dtype=torch.int32)
     ex, row_idx, counts, _ = tnpu.npu_moe_init_routing_v2(
-        x, ids, active_num=8, expert_num=3, expert_tokens_num_type=1, expert_tokens_num_flag=True,
+        x,
+        ids,
+        active_num=8,
+        expert_num=3,
+        expert_tokens_num_type=1,
+        expert_tokens_num_flag=True,
         active_expert_range=[0, 3],
     )
     # flattened src = t*k + j: ids 2 0 1 2 0 5 2 1 -> stable by id: 0:(1,4) 1:(2,7) 2:(0,3,6); 5 excluded
@@ -137,20 +142,54 @@ def test_dtype_arguments_accept_both_spellings(npu, trng) -> None:
     wq, ws = tnpu.npu_dynamic_mx_quant(w, dst_type=292)  # torch_npu's code for float8_e4m3fn
     outs = []
     for spelling in (293, torch.float8_e8m0fnu):
-        outs.append(tnpu.npu_quant_matmul(xq, wq.t(), ws.transpose(0, 1), scale_dtype=spelling, pertoken_scale=xs,
-                                          pertoken_scale_dtype=spelling, output_dtype=torch.bfloat16, group_sizes=[1, 1, 32]))
+        outs.append(
+            tnpu.npu_quant_matmul(
+                xq,
+                wq.t(),
+                ws.transpose(0, 1),
+                scale_dtype=spelling,
+                pertoken_scale=xs,
+                pertoken_scale_dtype=spelling,
+                output_dtype=torch.bfloat16,
+                group_sizes=[1, 1, 32],
+            )
+        )
     # e8m0 tensors need no dtype argument; uint8 ones do
-    outs.append(tnpu.npu_quant_matmul(xq, wq.t(), ws.transpose(0, 1).view(torch.float8_e8m0fnu),
-                                      pertoken_scale=xs.view(torch.float8_e8m0fnu), output_dtype=15, group_sizes=[1, 1, 32]))
+    outs.append(
+        tnpu.npu_quant_matmul(
+            xq,
+            wq.t(),
+            ws.transpose(0, 1).view(torch.float8_e8m0fnu),
+            pertoken_scale=xs.view(torch.float8_e8m0fnu),
+            output_dtype=15,
+            group_sizes=[1, 1, 32],
+        )
+    )
     assert all(torch.equal(outs[0], o) for o in outs[1:])
     with pytest.raises(ValueError, match="pertoken_scale is uint8 but pertoken_scale_dtype was not given"):
-        tnpu.npu_quant_matmul(xq, wq.t(), ws.transpose(0, 1), scale_dtype=293, pertoken_scale=xs,
-                              output_dtype=torch.bfloat16, group_sizes=[1, 1, 32])
+        tnpu.npu_quant_matmul(
+            xq,
+            wq.t(),
+            ws.transpose(0, 1),
+            scale_dtype=293,
+            pertoken_scale=xs,
+            output_dtype=torch.bfloat16,
+            group_sizes=[1, 1, 32],
+        )
     x4, s4 = tnpu.npu_dynamic_mx_quant(x, dst_type=296)
     w4, t4 = tnpu.npu_dynamic_mx_quant(w, dst_type=296)
     with pytest.raises(ValueError, match="x1_dtype=296"):
-        tnpu.npu_quant_matmul(x4, w4.t(), t4.transpose(0, 1), scale_dtype=293, pertoken_scale=s4,
-                              pertoken_scale_dtype=293, output_dtype=torch.bfloat16, group_sizes=[1, 1, 32], x2_dtype=296)
+        tnpu.npu_quant_matmul(
+            x4,
+            w4.t(),
+            t4.transpose(0, 1),
+            scale_dtype=293,
+            pertoken_scale=s4,
+            pertoken_scale_dtype=293,
+            output_dtype=torch.bfloat16,
+            group_sizes=[1, 1, 32],
+            x2_dtype=296,
+        )
 
 
 def test_nz_tiles_follow_the_tile_rule_and_views_keep_the_format(npu, trng) -> None:
@@ -174,16 +213,33 @@ def test_grouped_matmul_reads_cumsum_and_count_lists(npu, trng) -> None:
     xq, xs = tnpu.npu_dynamic_mx_quant(x, dst_type=torch.float8_e4m3fn)
     wq, ws = tnpu.npu_dynamic_mx_quant(w, dst_type=torch.float8_e4m3fn)
     counts = torch.tensor([3, 0, 5], dtype=torch.int64)  # 8 of 10 rows
-    kwargs = dict(scale=[ws.transpose(1, 2)], per_token_scale=[xs], scale_dtype=293, per_token_scale_dtype=293,
-                  split_item=2, group_type=0, output_dtype=torch.bfloat16)
+    kwargs = dict(
+        scale=[ws.transpose(1, 2)],
+        per_token_scale=[xs],
+        scale_dtype=293,
+        per_token_scale_dtype=293,
+        split_item=2,
+        group_type=0,
+        output_dtype=torch.bfloat16,
+    )
     by_count = tnpu.npu_grouped_matmul([xq], [wq.transpose(1, 2)], group_list=counts, group_list_type=1, **kwargs)[0]
-    by_cumsum = tnpu.npu_grouped_matmul([xq], [wq.transpose(1, 2)], group_list=counts.cumsum(0), group_list_type=0, **kwargs)[0]
+    by_cumsum = tnpu.npu_grouped_matmul(
+        [xq], [wq.transpose(1, 2)], group_list=counts.cumsum(0), group_list_type=0, **kwargs
+    )[0]
     assert torch.equal(by_count[:8], by_cumsum[:8]) and torch.isnan(by_count[8:].float()).all()
     with pytest.raises(ValueError, match="cumsum"):  # a count list read as cumsum is not monotonic
         tnpu.npu_grouped_matmul([xq], [wq.transpose(1, 2)], group_list=counts, group_list_type=0, **kwargs)
     # group 2 (rows 3..8) uses expert 2: compare with a per-expert quant matmul
-    single = tnpu.npu_quant_matmul(xq[3:8], wq[2].t(), ws[2].transpose(0, 1), scale_dtype=293, pertoken_scale=xs[3:8],
-                                   pertoken_scale_dtype=293, output_dtype=torch.bfloat16, group_sizes=[1, 1, 32])
+    single = tnpu.npu_quant_matmul(
+        xq[3:8],
+        wq[2].t(),
+        ws[2].transpose(0, 1),
+        scale_dtype=293,
+        pertoken_scale=xs[3:8],
+        pertoken_scale_dtype=293,
+        output_dtype=torch.bfloat16,
+        group_sizes=[1, 1, 32],
+    )
     assert torch.equal(by_count[3:8], single)
 
 
@@ -194,13 +250,32 @@ def test_swiglu_quant_v2_activates_the_first_half(npu, trng) -> None:
     wq, ws = tnpu.npu_dynamic_mx_quant(w, dst_type=torch.float8_e4m3fn)
     counts = torch.tensor([2, 4], dtype=torch.int64)
     h, hs = tnpu.npu_grouped_matmul_swiglu_quant_v2(
-        xq, [wq.transpose(1, 2)], [ws.transpose(1, 2)], xs, counts.cumsum(0), dequant_mode=2, quant_mode=2,
-        dequant_dtype=torch.float32, quant_dtype=torch.float8_e4m3fn, weight_scale_dtype=293, x_scale_dtype=293,
+        xq,
+        [wq.transpose(1, 2)],
+        [ws.transpose(1, 2)],
+        xs,
+        counts.cumsum(0),
+        dequant_mode=2,
+        quant_mode=2,
+        dequant_dtype=torch.float32,
+        quant_dtype=torch.float8_e4m3fn,
+        weight_scale_dtype=293,
+        x_scale_dtype=293,
     )
     assert h.shape == (6, 128) and hs.shape == (6, 2, 2) and hs.dtype == torch.float8_e8m0fnu
-    c = tnpu.npu_grouped_matmul([xq], [wq.transpose(1, 2)], scale=[ws.transpose(1, 2)], per_token_scale=[xs],
-                                scale_dtype=293, per_token_scale_dtype=293, split_item=2, group_type=0,
-                                group_list=counts, group_list_type=1, output_dtype=torch.float32)[0].double()
+    c = tnpu.npu_grouped_matmul(
+        [xq],
+        [wq.transpose(1, 2)],
+        scale=[ws.transpose(1, 2)],
+        per_token_scale=[xs],
+        scale_dtype=293,
+        per_token_scale_dtype=293,
+        split_item=2,
+        group_type=0,
+        group_list=counts,
+        group_list_type=1,
+        output_dtype=torch.float32,
+    )[0].double()
     expected = torch.nn.functional.silu(c[:, :128]) * c[:, 128:]
     got = dequant(h, hs.view(torch.uint8).reshape(6, -1), QuantType.MXFP8_E4M3)
     block_max = expected.abs().reshape(6, 4, 32).amax(-1).repeat_interleave(32, -1)

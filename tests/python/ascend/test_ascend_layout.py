@@ -3,10 +3,9 @@ E8M0 scale pairing (odd K/32 padded with 0x00) and GGUF MXFP4 <-> split MXFP4 ni
 
 from __future__ import annotations
 
+import lowbit
 import pytest
 import torch
-
-import lowbit
 from lowbit import QuantType
 from lowbit.ascend import layout
 
@@ -57,15 +56,22 @@ def test_layout_ops_check_their_arguments() -> None:
     with pytest.raises(ValueError, match="not a whole number of 17-byte MXFP4 blocks"):
         torch.ops.lowbit.mxfp4_gguf_to_split(torch.zeros(2, 33, dtype=torch.uint8))
     with pytest.raises(ValueError, match=r"scales must have shape \[2, 2\]"):
-        torch.ops.lowbit.mxfp4_split_to_gguf(torch.zeros(2, 32, dtype=torch.uint8), torch.zeros(2, 3, dtype=torch.uint8))
+        torch.ops.lowbit.mxfp4_split_to_gguf(
+            torch.zeros(2, 32, dtype=torch.uint8), torch.zeros(2, 3, dtype=torch.uint8)
+        )
     with pytest.raises(ValueError, match="elements: K = 2 \\* 24 = 48 must be a positive multiple of 32"):
-        torch.ops.lowbit.mxfp4_split_to_gguf(torch.zeros(2, 24, dtype=torch.uint8), torch.zeros(2, 1, dtype=torch.uint8))
+        torch.ops.lowbit.mxfp4_split_to_gguf(
+            torch.zeros(2, 24, dtype=torch.uint8), torch.zeros(2, 1, dtype=torch.uint8)
+        )
 
 
 def test_meta_kernels_give_shapes_and_opcheck_passes(trng) -> None:
     meta = torch.empty(4, 6, 7, dtype=torch.uint8, device="meta")
     assert torch.ops.lowbit.mx_pair_scales(meta).shape == (4, 6, 4, 2)
-    assert torch.ops.lowbit.mx_unpair_scales(torch.empty(4, 4, 2, dtype=torch.uint8, device="meta"), 224).shape == (4, 7)
+    assert torch.ops.lowbit.mx_unpair_scales(torch.empty(4, 4, 2, dtype=torch.uint8, device="meta"), 224).shape == (
+        4,
+        7,
+    )
     e, s = torch.ops.lowbit.mxfp4_gguf_to_split(torch.empty(5, 34, dtype=torch.uint8, device="meta"))
     assert e.shape == (5, 32) and s.shape == (5, 2)
     scales = torch.randint(0, 256, (5, 3), dtype=torch.uint8, generator=trng)

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import logging
 
-import pytest
-import torch
-
 import lowbit
 import lowbit.ascend as ascend
-from lowbit import QuantType
-
+import pytest
+import torch
 from ascend_helpers import E2M1_REL, E4M3_REL, dequant, moe_reference, random_topk, rel_err
+from lowbit import QuantType
 
 E8M0, FP4 = 293, 296
 ACT_BOUND = {QuantType.MXFP8_E4M3: E4M3_REL, QuantType.MXFP4_SPLIT: E2M1_REL, QuantType.MXFP4: E2M1_REL}
@@ -49,12 +47,18 @@ def test_tp_mxfp8_chain_and_contracts(npu, trng) -> None:
     ids, weights = random_topk(tokens, experts, top_k, trng)
     moe = ascend.NpuMoE.from_checkpoint(d13, s13, d2, s2, w13_format="mxfp8")
     out = moe(npu.to(x), weights, ids)
-    assert npu.ops() == ["npu_moe_init_routing_v2", "npu_grouped_matmul_swiglu_quant_v2", "npu_grouped_matmul",
-                         "npu_moe_finalize_routing"]
+    assert npu.ops() == [
+        "npu_moe_init_routing_v2",
+        "npu_grouped_matmul_swiglu_quant_v2",
+        "npu_grouped_matmul",
+        "npu_moe_finalize_routing",
+    ]
     route, gate_up, down, fin = npu.state.calls
     rows = tokens * top_k
     assert route["quant_mode"] == 3 and route["expert_tokens_num_type"] == 1 and route["expert_tokens_num_flag"]
-    assert route["active_expert_range"] == [0, experts] and route["active_num"] == rows and route["expert_num"] == experts
+    assert (
+        route["active_expert_range"] == [0, experts] and route["active_num"] == rows and route["expert_num"] == experts
+    )
     assert route.info["expert_idx"].dtype == torch.int32
     routed_x, row_idx, counts, routed_scale = route.outputs
     assert routed_scale.shape == (rows, 4) and routed_scale.dtype == torch.float8_e8m0fnu  # CeilAlign(3, 2)
@@ -79,16 +83,20 @@ def test_tp_mxfp8_chain_and_contracts(npu, trng) -> None:
     assert down["scale_dtype"] == E8M0 and down["per_token_scale_dtype"] == E8M0
     assert fin["drop_pad_mode"] == 2 and torch.equal(fin["expanded_src_to_dst_row"], row_idx)
     assert torch.equal(fin["scales"], weights) and torch.equal(fin["export_for_source_row"], ids)
-    ref = lowbit.fused_moe(x.float(), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3",
-                           w13_scales=s13, w2_scales=s2)
+    ref = lowbit.fused_moe(
+        x.float(), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2
+    )
     assert out.dtype == torch.bfloat16 and out.shape == (tokens, hidden)
     assert rel_err(out, ref) <= _moe_bound(QuantType.MXFP8_E4M3, QuantType.MXFP8_E4M3)
 
 
 @pytest.mark.parametrize(
     "t13, t2",
-    [(QuantType.MXFP4_SPLIT, QuantType.MXFP4_SPLIT), (QuantType.MXFP8_E4M3, QuantType.MXFP4_SPLIT),
-     (QuantType.MXFP4_SPLIT, QuantType.MXFP8_E4M3)],
+    [
+        (QuantType.MXFP4_SPLIT, QuantType.MXFP4_SPLIT),
+        (QuantType.MXFP8_E4M3, QuantType.MXFP4_SPLIT),
+        (QuantType.MXFP4_SPLIT, QuantType.MXFP8_E4M3),
+    ],
 )
 def test_tp_mxfp4_and_mixed_types(npu, trng, t13: QuantType, t2: QuantType) -> None:
     tokens, hidden, inter, experts, top_k = 9, 64, 64, 3, 2
@@ -99,7 +107,11 @@ def test_tp_mxfp4_and_mixed_types(npu, trng, t13: QuantType, t2: QuantType) -> N
     out = ascend.fused_moe(npu.to(x), d13, d2, weights, ids, w13_type=t13, w2_type=t2, w13_scales=s13, w2_scales=s2)
     fp4_in, fp4_mid = t13 == QuantType.MXFP4_SPLIT, t2 == QuantType.MXFP4_SPLIT
     expected = ["npu_moe_init_routing_v2"] + (["npu_dynamic_mx_quant"] if fp4_in else [])
-    assert npu.ops() == expected + ["npu_grouped_matmul_swiglu_quant_v2", "npu_grouped_matmul", "npu_moe_finalize_routing"]
+    assert npu.ops() == expected + [
+        "npu_grouped_matmul_swiglu_quant_v2",
+        "npu_grouped_matmul",
+        "npu_moe_finalize_routing",
+    ]
     route = npu.state.last("npu_moe_init_routing_v2")
     gate_up = npu.state.last("npu_grouped_matmul_swiglu_quant_v2")
     down = npu.state.last("npu_grouped_matmul")
@@ -112,7 +124,11 @@ def test_tp_mxfp4_and_mixed_types(npu, trng, t13: QuantType, t2: QuantType) -> N
     assert gate_up["quant_dtype"] == (FP4 if fp4_mid else torch.float8_e4m3fn)
     if fp4_mid:
         assert gate_up.info["x"].dtype == (torch.uint8 if fp4_in else torch.float8_e4m3fn)
-        assert down["x_dtype"] == FP4 and down["weight_dtype"] == FP4 and down.info["x"][0].shape == (tokens * top_k, inter // 2)
+        assert (
+            down["x_dtype"] == FP4
+            and down["weight_dtype"] == FP4
+            and down.info["x"][0].shape == (tokens * top_k, inter // 2)
+        )
     assert down["group_list_type"] == 1 and gate_up["group_list_type"] == 0
     ref = lowbit.fused_moe(x.float(), d13, d2, weights, ids, w13_type=t13, w2_type=t2, w13_scales=s13, w2_scales=s2)
     assert rel_err(out, ref) <= _moe_bound(t13, t2)
@@ -127,7 +143,11 @@ def test_gguf_mxfp4_experts_convert_to_split(npu, trng) -> None:
     ids, weights = random_topk(tokens, experts, top_k, trng)
     out = ascend.fused_moe(npu.to(x), g13, g2, weights, ids, w13_type="mxfp4", w2_type="mxfp4")
     gate_up = npu.state.last("npu_grouped_matmul_swiglu_quant_v2")
-    assert gate_up.info["weight"][0].dtype == torch.uint8 and gate_up.info["weight"][0].shape == (experts, hidden // 2, 2 * inter)
+    assert gate_up.info["weight"][0].dtype == torch.uint8 and gate_up.info["weight"][0].shape == (
+        experts,
+        hidden // 2,
+        2 * inter,
+    )
     ref = lowbit.fused_moe(x.float(), g13, g2, weights, ids, w13_type="mxfp4", w2_type="mxfp4")
     assert rel_err(out, ref) <= _moe_bound(QuantType.MXFP4, QuantType.MXFP4)
 
@@ -139,14 +159,16 @@ def test_tp_invalid_ids_contribute_zero(npu, trng) -> None:
     x = torch.randn(tokens, hidden, generator=trng).to(torch.bfloat16)
     ids, weights = random_topk(tokens, experts, top_k, trng)
     ids[1, 0], ids[2, 1], ids[4] = -1, experts, torch.tensor([-1, 7], dtype=torch.int32)  # token 4: none valid
-    out = ascend.fused_moe(npu.to(x), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3",
-                           w13_scales=s13, w2_scales=s2)
+    out = ascend.fused_moe(
+        npu.to(x), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2
+    )
     fin = npu.state.last("npu_moe_finalize_routing")
     assert (fin["expanded_src_to_dst_row"] >= 0).all()  # finalize never sees an excluded row
     assert fin["scales"][1, 0] == 0 and fin["scales"][2, 1] == 0
     assert (out[4] == 0).all()
-    ref = lowbit.fused_moe(x.float(), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3",
-                           w13_scales=s13, w2_scales=s2)
+    ref = lowbit.fused_moe(
+        x.float(), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2
+    )
     assert rel_err(out, ref) <= _moe_bound(QuantType.MXFP8_E4M3, QuantType.MXFP8_E4M3)
 
 
@@ -170,8 +192,13 @@ def test_swiglu_limit_runs_outside_the_fused_op(npu, trng) -> None:
     moe = ascend.NpuMoE.from_checkpoint(d13, s13, d2, s2, w13_format="mxfp8", swiglu_limit=limit)
     assert "swiglu limit" in moe.unfused_reason
     out = moe(npu.to(x), weights, ids)
-    assert npu.ops() == ["npu_moe_init_routing_v2", "npu_grouped_matmul", "npu_dynamic_mx_quant", "npu_grouped_matmul",
-                         "npu_moe_finalize_routing"]
+    assert npu.ops() == [
+        "npu_moe_init_routing_v2",
+        "npu_grouped_matmul",
+        "npu_dynamic_mx_quant",
+        "npu_grouped_matmul",
+        "npu_moe_finalize_routing",
+    ]
     gate_up_call, quant, down = npu.state.calls[1:4]
     assert gate_up_call["group_list_type"] == 1 and gate_up_call["output_dtype"] == torch.bfloat16
     assert gate_up_call.info["weight"][0].shape == (experts, hidden, 2 * inter)
@@ -199,8 +226,9 @@ def test_intermediate_not_multiple_of_64_uses_the_unfused_form(npu, trng, caplog
     ids, weights = random_topk(tokens, experts, top_k, trng)
     out = moe(npu.to(x), weights, ids)
     assert "npu_grouped_matmul_swiglu_quant_v2" not in npu.ops() and npu.ops().count("npu_grouped_matmul") == 2
-    ref = lowbit.fused_moe(x.float(), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3",
-                           w13_scales=s13, w2_scales=s2)
+    ref = lowbit.fused_moe(
+        x.float(), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2
+    )
     assert rel_err(out, ref) <= _moe_bound(QuantType.MXFP8_E4M3, QuantType.MXFP8_E4M3)
 
 
@@ -237,7 +265,12 @@ def test_online_experts_with_misaligned_k_fall_back_to_bf16(npu, trng, caplog) -
     x = torch.randn(tokens, hidden, generator=trng).to(torch.bfloat16)
     ids, weights = random_topk(tokens, experts, top_k, trng)
     out = moe(npu.to(x), weights, ids)
-    assert npu.ops() == ["npu_moe_init_routing_v2", "npu_grouped_matmul", "npu_grouped_matmul", "npu_moe_finalize_routing"]
+    assert npu.ops() == [
+        "npu_moe_init_routing_v2",
+        "npu_grouped_matmul",
+        "npu_grouped_matmul",
+        "npu_moe_finalize_routing",
+    ]
     assert npu.state.calls[0]["quant_mode"] == -1 and npu.state.calls[1].info["x"][0].dtype == torch.bfloat16
     ref = moe_reference(x, w13.to(torch.bfloat16), w2.to(torch.bfloat16), weights, ids)
     assert rel_err(out, ref) <= 2.0**-6  # bf16 weights, activations and intermediate
@@ -256,10 +289,24 @@ def test_ep_dispatches_bf16_and_quantizes_inside(npu, trng, t13: QuantType) -> N
     ids, weights = random_topk(tokens, global_experts, top_k, trng)
     ids[0] = torch.tensor([0, 7], dtype=torch.int32)  # token 0: no local expert
     ids[1, 1] = -1
-    out = ascend.fused_moe(npu.to(x), d13, d2, weights, ids, w13_type=t13, w2_type=t13, w13_scales=s13,
-                           w2_scales=s2, expert_range=(start, end))
-    assert npu.ops() == ["npu_moe_init_routing_v2", "npu_dynamic_mx_quant", "npu_grouped_matmul_swiglu_quant_v2",
-                         "npu_grouped_matmul"]
+    out = ascend.fused_moe(
+        npu.to(x),
+        d13,
+        d2,
+        weights,
+        ids,
+        w13_type=t13,
+        w2_type=t13,
+        w13_scales=s13,
+        w2_scales=s2,
+        expert_range=(start, end),
+    )
+    assert npu.ops() == [
+        "npu_moe_init_routing_v2",
+        "npu_dynamic_mx_quant",
+        "npu_grouped_matmul_swiglu_quant_v2",
+        "npu_grouped_matmul",
+    ]
     route, quant, gate_up, down = npu.state.calls
     assert route["quant_mode"] == -1 and route["active_expert_range"] == [start, end]
     routed_x, row_idx, counts, _ = route.outputs
@@ -270,8 +317,18 @@ def test_ep_dispatches_bf16_and_quantizes_inside(npu, trng, t13: QuantType) -> N
     local_pairs = int(((ids >= start) & (ids < end)).sum())
     assert int(counts.sum()) == local_pairs < tokens * top_k  # rows of other ranks' experts are not computed
     assert (out[0] == 0).all()
-    ref = lowbit.fused_moe(x.float(), d13, d2, weights, ids, w13_type=t13, w2_type=t13, w13_scales=s13,
-                           w2_scales=s2, expert_range=(start, end))
+    ref = lowbit.fused_moe(
+        x.float(),
+        d13,
+        d2,
+        weights,
+        ids,
+        w13_type=t13,
+        w2_type=t13,
+        w13_scales=s13,
+        w2_scales=s2,
+        expert_range=(start, end),
+    )
     assert rel_err(out, ref) <= _moe_bound(t13, t13)
 
 
@@ -281,11 +338,31 @@ def test_ep_weights_must_match_the_range(npu, trng) -> None:
     x = torch.randn(2, 64, generator=trng).to(torch.bfloat16)
     ids, weights = random_topk(2, 3, 1, trng)
     with pytest.raises(ValueError, match="expert_range: must be"):
-        ascend.fused_moe(npu.to(x), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3",
-                         w13_scales=s13, w2_scales=s2, expert_range=(0, 4))
+        ascend.fused_moe(
+            npu.to(x),
+            d13,
+            d2,
+            weights,
+            ids,
+            w13_type="mxfp8_e4m3",
+            w2_type="mxfp8_e4m3",
+            w13_scales=s13,
+            w2_scales=s2,
+            expert_range=(0, 4),
+        )
     with pytest.raises(ValueError, match="activation: the Ascend MoE path fuses SwiGLU"):
-        ascend.fused_moe(npu.to(x), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3",
-                         w13_scales=s13, w2_scales=s2, activation="gelu")
+        ascend.fused_moe(
+            npu.to(x),
+            d13,
+            d2,
+            weights,
+            ids,
+            w13_type="mxfp8_e4m3",
+            w2_type="mxfp8_e4m3",
+            w13_scales=s13,
+            w2_scales=s2,
+            activation="gelu",
+        )
     with pytest.raises(ValueError, match="w2_scale: must be"):
         ascend.NpuMoE.from_checkpoint(d13, s13, d2, s2[:, :, :1], w13_format="mxfp8")
 
@@ -296,6 +373,7 @@ def test_fp32_and_fp16_activations_keep_their_dtype(npu, trng) -> None:
     ids, weights = random_topk(3, 2, 2, trng)
     for dtype in (torch.float32, torch.float16):
         x = torch.randn(3, 64, generator=trng).to(dtype)
-        out = ascend.fused_moe(npu.to(x), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3",
-                               w13_scales=s13, w2_scales=s2)
+        out = ascend.fused_moe(
+            npu.to(x), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2
+        )
         assert out.dtype == dtype and out.shape == (3, 64) and torch.isfinite(out).all()

@@ -3,21 +3,20 @@ NPU tensors to the backend."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-import torch
-
 import fake_torch_npu
 import lowbit
 import lowbit.ascend as ascend
+import pytest
+import torch
+from ascend_helpers import ACT_FP8_BOUND, E4M3_REL, random_topk, rel_err
 from lowbit import QuantType
 from lowbit.ascend.probe import REQUIRED_OPS
-
-from ascend_helpers import ACT_FP8_BOUND, E4M3_REL, random_topk, rel_err
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -68,9 +67,15 @@ def test_torch_npu_is_imported_lazily(tmp_path: Path) -> None:
         print("ok")
         """
     )
-    env_path = f"{tmp_path}:{REPO / 'python'}"
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"}, timeout=120)
+    # The trap comes first on the path, ahead of any real torch_npu.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "python")])}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
@@ -90,9 +95,11 @@ def test_lowbit_entry_points_forward_npu_tensors(npu, trng) -> None:
     w13, s13 = lowbit.quantize(torch.randn(2, 128, 64, generator=trng) / 8, QuantType.MXFP8_E4M3)
     w2, s2 = lowbit.quantize(torch.randn(2, 64, 64, generator=trng) / 8, QuantType.MXFP8_E4M3)
     ids, weights = random_topk(4, 2, 1, trng)
-    out = lowbit.fused_moe(npu.to(x), w13, w2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3",
-                           w13_scales=s13, w2_scales=s2)
+    out = lowbit.fused_moe(
+        npu.to(x), w13, w2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2
+    )
     assert npu.ops()[0] == "npu_moe_init_routing_v2" and npu.ops()[-1] == "npu_moe_finalize_routing"
-    ref = lowbit.fused_moe(x.float(), w13, w2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3",
-                           w13_scales=s13, w2_scales=s2)
+    ref = lowbit.fused_moe(
+        x.float(), w13, w2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2
+    )
     assert rel_err(out, ref) <= 2 * E4M3_REL

@@ -8,7 +8,7 @@ is accepted (section 0, [M]); the emulator accepts both spellings everywhere.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 
@@ -93,7 +93,9 @@ def tensor_dtype_name(t: torch.Tensor) -> str:
     return str(t.dtype).removeprefix("torch.")
 
 
-def check_e8m0_tensor(t: torch.Tensor, dtype_arg: object, arg: str, dtype_arg_name: str, *, byte_auto_wraps: bool = False) -> None:
+def check_e8m0_tensor(
+    t: torch.Tensor, dtype_arg: object, arg: str, dtype_arg_name: str, *, byte_auto_wraps: bool = False
+) -> None:
     """An E8M0 scale tensor: float8_e8m0fnu, or uint8 with ``dtype_arg`` = e8m0 (293 / torch dtype).
 
     A uint8 tensor without the dtype argument would be wrapped as ACL_UINT8 on the device, except where

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -55,10 +55,21 @@ def npu_quant_matmul(
     """
     STATE.record(
         "npu_quant_matmul",
-        dict(x1=x1, x2=x2, scale=scale, offset=offset, pertoken_scale=pertoken_scale, bias=bias,
-             output_dtype=output_dtype, x1_dtype=x1_dtype, x2_dtype=x2_dtype,
-             pertoken_scale_dtype=pertoken_scale_dtype, scale_dtype=scale_dtype, group_sizes=group_sizes,
-             y_scale=y_scale),
+        dict(
+            x1=x1,
+            x2=x2,
+            scale=scale,
+            offset=offset,
+            pertoken_scale=pertoken_scale,
+            bias=bias,
+            output_dtype=output_dtype,
+            x1_dtype=x1_dtype,
+            x2_dtype=x2_dtype,
+            pertoken_scale_dtype=pertoken_scale_dtype,
+            scale_dtype=scale_dtype,
+            group_sizes=group_sizes,
+            y_scale=y_scale,
+        ),
     )
     if group_sizes is None or len(group_sizes) != 3 or group_sizes[2] != 32:
         raise NotImplementedError(f"group_sizes: only MX modes ([gm, gn, 32]) are emulated, got {group_sizes}")
@@ -77,7 +88,9 @@ def npu_quant_matmul(
     w4a8 = x1_kind != FP4X2 and x2_kind == FP4X2
     expected_groups = ([0, 0, 32], [1, 1, 32]) if w4a8 else ([1, 1, 32],)
     if list(group_sizes) not in [list(g) for g in expected_groups]:
-        raise ValueError(f"group_sizes: must be one of {expected_groups} for this operand pair, got {list(group_sizes)}")
+        raise ValueError(
+            f"group_sizes: must be one of {expected_groups} for this operand pair, got {list(group_sizes)}"
+        )
     check_e8m0_tensor(scale, scale_dtype, "scale", "scale_dtype")
     check_e8m0_tensor(pertoken_scale, pertoken_scale_dtype, "pertoken_scale", "pertoken_scale_dtype")
     out_dtype = output_dtype_of(output_dtype, "output_dtype", ("bfloat16", "float16"))
@@ -86,7 +99,9 @@ def npu_quant_matmul(
     xv = lhs_values(x1, x1_kind)
     wv, transposed = rhs_values(x2, x2_kind)
     if nz and not transposed:
-        raise ValueError("x2 is FRACTAL_NZ but not a transposed view: cast the contiguous [N, K] weight, then transpose")
+        raise ValueError(
+            "x2 is FRACTAL_NZ but not a transposed view: cast the contiguous [N, K] weight, then transpose"
+        )
     if w4a8 and not transposed:
         raise ValueError("x2: W4A8 (FP8 x FP4) needs x2 transposed (a transpose view of the stored [N, K/2])")
     m, k = xv.shape
@@ -127,17 +142,33 @@ def npu_dual_level_quant_matmul(
     x2_level1 [N, ceil(K/64), 2] (E8M0 as uint8 or float8_e8m0fnu); bias float32 [N]; all contiguous."""
     STATE.record(
         "npu_dual_level_quant_matmul",
-        dict(x1=x1, x2=x2, x1_level0_scale=x1_level0_scale, x2_level0_scale=x2_level0_scale,
-             x1_level1_scale=x1_level1_scale, x2_level1_scale=x2_level1_scale, bias=bias, output_dtype=output_dtype),
+        dict(
+            x1=x1,
+            x2=x2,
+            x1_level0_scale=x1_level0_scale,
+            x2_level0_scale=x2_level0_scale,
+            x1_level1_scale=x1_level1_scale,
+            x2_level1_scale=x2_level1_scale,
+            bias=bias,
+            output_dtype=output_dtype,
+        ),
     )
-    named = dict(x1=x1, x2=x2, x1_level0_scale=x1_level0_scale, x2_level0_scale=x2_level0_scale,
-                 x1_level1_scale=x1_level1_scale, x2_level1_scale=x2_level1_scale)
+    named = dict(
+        x1=x1,
+        x2=x2,
+        x1_level0_scale=x1_level0_scale,
+        x2_level0_scale=x2_level0_scale,
+        x1_level1_scale=x1_level1_scale,
+        x2_level1_scale=x2_level1_scale,
+    )
     for name, t in named.items():
         if not t.is_contiguous():
             raise ValueError(f"{name}: must be contiguous (no views), got strides {t.stride()}")
     for name in ("x1", "x2"):
         if named[name].dtype not in (torch.uint8, torch.int8, torch.float4_e2m1fn_x2) or named[name].dim() != 2:
-            raise ValueError(f"{name}: must be 2-D packed FP4 (uint8/int8), got {named[name].dtype} {tuple(named[name].shape)}")
+            raise ValueError(
+                f"{name}: must be 2-D packed FP4 (uint8/int8), got {named[name].dtype} {tuple(named[name].shape)}"
+            )
     if STATE.format_of(x2) != FORMAT_NZ:
         raise ValueError("x2: must be FRACTAL_NZ (npu_format_cast(weight, 29) of the contiguous [N, K/2] weight)")
     if STATE.format_of(x1) == FORMAT_NZ:

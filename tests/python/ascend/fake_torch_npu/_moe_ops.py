@@ -7,12 +7,12 @@ filled with NaN (NaN codes for FP8, 0xFF for E8M0 and packed FP4) so a caller th
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
 from . import _mx
-from ._dtypes import E8M0, FP4X2, check_e8m0_tensor, dtype_name, require_dtype
+from ._dtypes import FP4X2, check_e8m0_tensor, dtype_name, require_dtype
 from ._nz import FORMAT_NZ
 from ._operands import (
     element_kind,
@@ -50,7 +50,7 @@ def _group_bounds(group_list: torch.Tensor, group_list_type: int, groups: int, r
     values = group_list.tolist()
     if group_list_type == 0:
         ends = values
-        if any(b < a for a, b in zip([0] + ends, ends)) or ends[0] < 0:
+        if any(b < a for a, b in zip([0] + ends[:-1], ends, strict=True)) or ends[0] < 0:
             raise ValueError(f"group_list (group_list_type=0, cumsum): must be non-decreasing from >= 0, got {values}")
     elif group_list_type == 1:
         if any(v < 0 for v in values):
@@ -63,7 +63,7 @@ def _group_bounds(group_list: torch.Tensor, group_list_type: int, groups: int, r
     if ends and ends[-1] > rows:
         raise ValueError(f"group_list: covers {ends[-1]} rows but x has only {rows}")
     starts = [0] + ends[:-1]
-    return list(zip(starts, ends))
+    return list(zip(starts, ends, strict=True))
 
 
 # ---- routing ------------------------------------------------------------------------------------
@@ -92,16 +92,29 @@ def npu_moe_init_routing_v2(
     2 / 3 quantize rows to MXFP8 (e5m2 / e4m3fn) with a float8_e8m0fnu scale [M, CeilAlign(ceil(H/32), 2)]."""
     STATE.record(
         "npu_moe_init_routing_v2",
-        dict(x=x, expert_idx=expert_idx, scale=scale, offset=offset, active_num=active_num,
-             expert_capacity=expert_capacity, expert_num=expert_num, drop_pad_mode=drop_pad_mode,
-             expert_tokens_num_type=expert_tokens_num_type, expert_tokens_num_flag=expert_tokens_num_flag,
-             quant_mode=quant_mode, active_expert_range=list(active_expert_range), row_idx_type=row_idx_type,
-             x_dtype=x_dtype),
+        dict(
+            x=x,
+            expert_idx=expert_idx,
+            scale=scale,
+            offset=offset,
+            active_num=active_num,
+            expert_capacity=expert_capacity,
+            expert_num=expert_num,
+            drop_pad_mode=drop_pad_mode,
+            expert_tokens_num_type=expert_tokens_num_type,
+            expert_tokens_num_flag=expert_tokens_num_flag,
+            quant_mode=quant_mode,
+            active_expert_range=list(active_expert_range),
+            row_idx_type=row_idx_type,
+            x_dtype=x_dtype,
+        ),
     )
     if x.dim() != 2 or x.dtype not in (torch.bfloat16, torch.float16, torch.float32):
         raise ValueError(f"x: must be [T, H] bfloat16/float16/float32, got {x.dtype} {tuple(x.shape)}")
     if expert_idx.dtype != torch.int32 or expert_idx.dim() != 2 or expert_idx.shape[0] != x.shape[0]:
-        raise ValueError(f"expert_idx: must be int32 [T, k] with T = {x.shape[0]}, got {expert_idx.dtype} {tuple(expert_idx.shape)}")
+        raise ValueError(
+            f"expert_idx: must be int32 [T, k] with T = {x.shape[0]}, got {expert_idx.dtype} {tuple(expert_idx.shape)}"
+        )
     if drop_pad_mode != 0:
         raise NotImplementedError("drop_pad_mode: only 0 (dropless) is emulated")
     if quant_mode not in (-1, 2, 3):
@@ -185,9 +198,16 @@ def npu_moe_finalize_routing(
     negative row index (what mode 2 does with it is not documented)."""
     STATE.record(
         "npu_moe_finalize_routing",
-        dict(expanded_permuted_rows=expanded_permuted_rows, skip1=skip1, skip2=skip2, bias=bias, scales=scales,
-             expanded_src_to_dst_row=expanded_src_to_dst_row, export_for_source_row=export_for_source_row,
-             drop_pad_mode=drop_pad_mode),
+        dict(
+            expanded_permuted_rows=expanded_permuted_rows,
+            skip1=skip1,
+            skip2=skip2,
+            bias=bias,
+            scales=scales,
+            expanded_src_to_dst_row=expanded_src_to_dst_row,
+            export_for_source_row=export_for_source_row,
+            drop_pad_mode=drop_pad_mode,
+        ),
     )
     if drop_pad_mode not in (0, 2):
         raise NotImplementedError(f"drop_pad_mode={drop_pad_mode}: only 0 and 2 (dropless) are emulated")
@@ -198,7 +218,9 @@ def npu_moe_finalize_routing(
     if idx.shape != (tokens * k,):
         raise ValueError(f"expanded_src_to_dst_row: must be [T*k] = [{tokens * k}], got {tuple(idx.shape)}")
     if bool((idx < 0).any()):
-        raise ValueError("expanded_src_to_dst_row: holds -1 (an excluded expert); mode 2's handling of it is not documented")
+        raise ValueError(
+            "expanded_src_to_dst_row: holds -1 (an excluded expert); mode 2's handling of it is not documented"
+        )
     idx = idx.view(tokens, k) if drop_pad_mode == 2 else idx.view(k, tokens).t()
     y = expanded_permuted_rows.to(torch.float32)
     gathered = y[idx]  # [T, k, H]
@@ -255,25 +277,47 @@ def npu_grouped_matmul(
     logical [E, ceil(K/64), N, 2]."""
     STATE.record(
         "npu_grouped_matmul",
-        dict(x=list(x), weight=list(weight), bias=bias, scale=scale, offset=offset, antiquant_scale=antiquant_scale,
-             antiquant_offset=antiquant_offset, per_token_scale=per_token_scale, group_list=group_list,
-             split_item=split_item, group_type=group_type, group_list_type=group_list_type, act_type=act_type,
-             output_dtype=output_dtype, x_dtype=x_dtype, weight_dtype=weight_dtype, scale_dtype=scale_dtype,
-             per_token_scale_dtype=per_token_scale_dtype),
+        dict(
+            x=list(x),
+            weight=list(weight),
+            bias=bias,
+            scale=scale,
+            offset=offset,
+            antiquant_scale=antiquant_scale,
+            antiquant_offset=antiquant_offset,
+            per_token_scale=per_token_scale,
+            group_list=group_list,
+            split_item=split_item,
+            group_type=group_type,
+            group_list_type=group_list_type,
+            act_type=act_type,
+            output_dtype=output_dtype,
+            x_dtype=x_dtype,
+            weight_dtype=weight_dtype,
+            scale_dtype=scale_dtype,
+            per_token_scale_dtype=per_token_scale_dtype,
+        ),
     )
     if len(x) != 1 or len(weight) != 1:
         raise NotImplementedError("only the MoE form (one x, one [E, K, N] weight) is emulated")
     if split_item not in (2, 3) or group_type != 0:
-        raise ValueError(f"split_item / group_type: the MoE form needs split_item 2 or 3 and group_type 0, got {split_item}, {group_type}")
+        raise ValueError(
+            f"split_item / group_type: the MoE form needs split_item 2 or 3 and group_type 0, "
+            f"got {split_item}, {group_type}"
+        )
     if group_list is None:
         raise ValueError("group_list: required in the MoE form")
-    if any(a is not None for a in (bias, offset, antiquant_offset, activation_input, activation_quant_scale,
-                                   activation_quant_offset)) or act_type not in (0, None):
+    if any(
+        a is not None
+        for a in (bias, offset, antiquant_offset, activation_input, activation_quant_scale, activation_quant_offset)
+    ) or act_type not in (0, None):
         raise NotImplementedError("bias / offsets / fused activations are not emulated")
     xt, wt = x[0], weight[0]
     if xt.dim() != 2:
         raise ValueError(f"x[0]: must be [M, K], got {tuple(xt.shape)}")
-    if STATE.format_of(wt) == FORMAT_NZ and not (wt.dtype == torch.float8_e4m3fn or dtype_name(weight_dtype, "weight_dtype") == FP4X2):
+    if STATE.format_of(wt) == FORMAT_NZ and not (
+        wt.dtype == torch.float8_e4m3fn or dtype_name(weight_dtype, "weight_dtype") == FP4X2
+    ):
         raise ValueError("weight: FRACTAL_NZ is accepted only for float8_e4m3fn or declared FP4 weights")
     x_kind = element_kind(xt, x_dtype, "x[0]", "x_dtype")
     w_kind = element_kind(wt, weight_dtype, "weight[0]", "weight_dtype")
@@ -306,7 +350,9 @@ def npu_grouped_matmul(
             if x_kind == FP4X2 and w_kind != FP4X2:
                 raise ValueError("x is FP4 but the weight is not")
             if antiquant_scale is not None or scale is None or len(scale) != 1:
-                raise ValueError("MX full quant: pass scale=[w_scale] and per_token_scale=[x_scale], no antiquant_scale")
+                raise ValueError(
+                    "MX full quant: pass scale=[w_scale] and per_token_scale=[x_scale], no antiquant_scale"
+                )
             w_scale = scale[0]
             check_e8m0_tensor(w_scale, scale_dtype, "scale[0]", "scale_dtype")
         if FP4X2 in (x_kind, w_kind) and k <= 2:
@@ -354,14 +400,30 @@ def npu_grouped_matmul_swiglu_quant_v2(
     uint8 [m, n/4] for FP4; out_scale float8_e8m0fnu [m, ceil((n/2)/64), 2]). No clamp argument exists."""
     STATE.record(
         "npu_grouped_matmul_swiglu_quant_v2",
-        dict(x=x, weight=list(weight), weight_scale=list(weight_scale), x_scale=x_scale, group_list=group_list,
-             smooth_scale=smooth_scale, weight_assist_matrix=weight_assist_matrix, bias=bias,
-             dequant_mode=dequant_mode, dequant_dtype=dequant_dtype, quant_mode=quant_mode, quant_dtype=quant_dtype,
-             group_list_type=group_list_type, x_dtype=x_dtype, weight_dtype=weight_dtype,
-             weight_scale_dtype=weight_scale_dtype, x_scale_dtype=x_scale_dtype),
+        dict(
+            x=x,
+            weight=list(weight),
+            weight_scale=list(weight_scale),
+            x_scale=x_scale,
+            group_list=group_list,
+            smooth_scale=smooth_scale,
+            weight_assist_matrix=weight_assist_matrix,
+            bias=bias,
+            dequant_mode=dequant_mode,
+            dequant_dtype=dequant_dtype,
+            quant_mode=quant_mode,
+            quant_dtype=quant_dtype,
+            group_list_type=group_list_type,
+            x_dtype=x_dtype,
+            weight_dtype=weight_dtype,
+            weight_scale_dtype=weight_scale_dtype,
+            x_scale_dtype=x_scale_dtype,
+        ),
     )
     if dequant_mode != 2 or quant_mode != 2:
-        raise NotImplementedError(f"only the MX mode (dequant_mode=2, quant_mode=2) is emulated, got {dequant_mode}, {quant_mode}")
+        raise NotImplementedError(
+            f"only the MX mode (dequant_mode=2, quant_mode=2) is emulated, got {dequant_mode}, {quant_mode}"
+        )
     if smooth_scale is not None or weight_assist_matrix is not None or bias is not None:
         raise NotImplementedError("smooth_scale / weight_assist_matrix / bias are not part of the MX mode")
     require_dtype(dequant_dtype, "dequant_dtype", ("float32",))

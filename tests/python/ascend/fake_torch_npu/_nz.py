@@ -59,9 +59,7 @@ def covers_its_storage(t: torch.Tensor) -> bool:
     "view" as anything that is not contiguous, starts at an offset, or covers only part of its storage.
     """
     return (
-        t.is_contiguous()
-        and t.storage_offset() == 0
-        and t.numel() * t.element_size() == t.untyped_storage().nbytes()
+        t.is_contiguous() and t.storage_offset() == 0 and t.numel() * t.element_size() == t.untyped_storage().nbytes()
     )
 
 

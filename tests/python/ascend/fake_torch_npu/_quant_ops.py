@@ -37,8 +37,16 @@ def npu_dynamic_mx_quant(
     last dim of 2 (pairs of consecutive blocks, odd counts padded with 0x00)."""
     STATE.record(
         "npu_dynamic_mx_quant",
-        dict(input=input, axis=axis, round_mode=round_mode, dst_type=dst_type, block_size=block_size,
-             scale_alg=scale_alg, dst_type_max=dst_type_max, max_low_bound=max_low_bound),
+        dict(
+            input=input,
+            axis=axis,
+            round_mode=round_mode,
+            dst_type=dst_type,
+            block_size=block_size,
+            scale_alg=scale_alg,
+            dst_type_max=dst_type_max,
+            max_low_bound=max_low_bound,
+        ),
     )
     _check_float_input(input, "input")
     if not 1 <= input.dim() <= 7:
@@ -135,8 +143,11 @@ def npu_format_cast(
     tile_itemsize = 1 if custom in ("float8_e4m3fn", "float8_e5m2", "int8", "uint8") else out.element_size()
     c0 = c0_for(tile_itemsize)  # FP4 with customize_dtype=fp8 [L]: tiled as the 8-bit container
     STATE.nz_storages[out.untyped_storage().data_ptr()] = NzStorage(
-        base=out, tiles=nd_to_nz(out.view(torch.uint8) if out.element_size() == 1 else out, c0), c0=c0,
-        customize_dtype=custom, input_dtype=declared,
+        base=out,
+        tiles=nd_to_nz(out.view(torch.uint8) if out.element_size() == 1 else out, c0),
+        c0=c0,
+        customize_dtype=custom,
+        input_dtype=declared,
     )
     call.outputs = out
     return out

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
+# dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
+#   bash benchmarks/device_run.sh [build|test|bench|sanitize ...]   (default: build test bench)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-/tmp/lowbit-out}"
+mkdir -p "$OUT"
+steps=("${@:-build test bench}")
+steps=(${steps[*]})
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONPATH="$PWD/python:${PYTHONPATH:-}"
+export LOWBIT_COMMIT="${LOWBIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
+for step in "${steps[@]}"; do
+  case "$step" in
+    build)
+      cmake -S . -B build-dev -G Ninja -DLOWBIT_CUDA=ON -DLOWBIT_CUDA_ARCHS=90a -DLOWBIT_BUILD_PYTHON=ON \
+        -DPython_EXECUTABLE="$(command -v python3)" > "$OUT/build.log" 2>&1 &&
+        cmake --build build-dev -j "$(nproc)" >> "$OUT/build.log" 2>&1
+      rc=$?; echo "build rc=$rc"; [ $rc -eq 0 ] || { tail -40 "$OUT/build.log"; exit 1; }
+      grep -E "spill|warning" "$OUT/build.log" | head -5 ;;
+    test)
+      ctest --test-dir build-dev -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1; echo "ctest rc=$?"; tail -3 "$OUT/ctest.log"
+      python3 -m pytest -q -p no:cacheprovider tests/python -x > "$OUT/pytest.log" 2>&1; echo "pytest rc=$?"
+      grep -E "passed|failed|error" "$OUT/pytest.log" | tail -3; grep -E "^(FAILED|ERROR)|Error|assert" "$OUT/pytest.log" | head -20 ;;
+    sanitize)
+      compute-sanitizer --tool memcheck --error-exitcode 3 build-dev/lowbit_cuda_tests > "$OUT/sanitize-gtest.log" 2>&1
+      echo "memcheck gtest rc=$?"; tail -3 "$OUT/sanitize-gtest.log"
+      compute-sanitizer --tool memcheck --error-exitcode 3 \
+        python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda_kernels.py -k "${SANITIZE_FILTER:-not k14336}" \
+        > "$OUT/sanitize-pytest.log" 2>&1
+      echo "memcheck pytest rc=$?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-pytest.log" | tail -3 ;;
+    bench)
+      python3 benchmarks/bench_dense.py --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
+      tail -22 "$OUT/bench.log" ;;
+    gbench)
+      build-dev/lowbit_bench_cuda --benchmark_min_time=0.05s --benchmark_out="$OUT/gbench.json" > "$OUT/gbench.log" 2>&1
+      echo "gbench rc=$?"; grep -E "cuda_(dequantize|mmvq)" "$OUT/gbench.log" | head -50 ;;
+  esac
+done

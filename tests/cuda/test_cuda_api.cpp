@@ -1,0 +1,152 @@
+// lowbit's C++ CUDA API over raw device pointers: results against the CPU reference with outputs
+// poisoned before each run, a non-default stream, and argument errors. Skips without a GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "lowbit/cpu.h"
+#include "lowbit/cuda.h"
+#include "lowbit/error.h"
+#include "lowbit/formats/common.h"
+
+namespace lowbit {
+namespace {
+
+bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+#define REQUIRE_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
+
+template <class T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  explicit DeviceBuffer(size_t n) { EXPECT_EQ(cudaMalloc(&ptr, n * sizeof(T)), cudaSuccess); }  // exact: memcheck sees overruns
+  ~DeviceBuffer() { cudaFree(ptr); }
+};
+
+std::vector<uint8_t> random_weight(QuantType t, int64_t rows, int64_t k, std::mt19937& rng) {
+  const TypeInfo& info = *find_type(static_cast<int64_t>(t));
+  std::vector<uint8_t> w(static_cast<size_t>(rows * row_bytes(t, k)));
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> d(1e-3f, 4e-3f);
+  for (size_t i = 0; i < w.size(); i += info.block_bytes) {
+    if (t == QuantType::MXFP8_E4M3) {
+      for (size_t j = i; j < i + info.block_bytes; ++j)
+        if ((w[j] & 0x7F) == 0x7F) w[j] ^= 1;  // no NaN elements
+    } else if (t == QuantType::MXFP4) {
+      w[i] = static_cast<uint8_t>(118 + rng() % 10);  // E8M0 exponent near 2^-5
+    } else if (t == QuantType::IQ1_M) {
+      const uint16_t h = float_to_fp16(d(rng));  // the fp16 scale hides in four top nibbles
+      for (int q = 0; q < 4; ++q) {
+        uint16_t word;
+        std::memcpy(&word, &w[i + 48 + 2 * q], 2);
+        word = static_cast<uint16_t>((word & 0x0FFF) | (((h >> (4 * q)) & 0xF) << 12));
+        std::memcpy(&w[i + 48 + 2 * q], &word, 2);
+      }
+    } else if (!info.split_scales) {
+      const uint16_t h = float_to_fp16(d(rng));
+      std::memcpy(&w[i], &h, 2);
+    }
+  }
+  return w;
+}
+
+class CudaApi : public ::testing::TestWithParam<QuantType> {};
+
+TEST_P(CudaApi, DequantizeAndMmvqMatchTheCpuReference) {
+  REQUIRE_GPU();
+  const QuantType t = GetParam();
+  const TypeInfo& info = *find_type(static_cast<int64_t>(t));
+  std::mt19937 rng(std::random_device{}());
+  const int64_t n = 45, k = 1024, m = 5;
+  const auto w = random_weight(t, n, k, rng);
+  std::vector<uint8_t> scales(static_cast<size_t>(n * k / 32));
+  for (auto& s : scales) s = static_cast<uint8_t>(118 + rng() % 10);
+  WeightView host{w.data(), row_bytes(t, k), 0, info.split_scales ? scales.data() : nullptr, k / 32, 0};
+  std::vector<float> ref(n * k);
+  cpu::dequantize(t, host, n, k, ref.data(), FloatType::F32, k);
+
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  DeviceBuffer<uint8_t> dw(w.size()), ds(scales.size());
+  DeviceBuffer<float> dout(n * k), dx(m * k), dy(m * n);
+  cudaMemcpy(dw.ptr, w.data(), w.size(), cudaMemcpyHostToDevice);
+  cudaMemcpy(ds.ptr, scales.data(), scales.size(), cudaMemcpyHostToDevice);
+  WeightView dev{dw.ptr, row_bytes(t, k), 0, info.split_scales ? ds.ptr : nullptr, k / 32, 0};
+
+  cudaMemset(dout.ptr, 0xFF, n * k * sizeof(float));  // NaN poison
+  cuda::dequantize(t, dev, n, k, dout.ptr, FloatType::F32, k, stream);
+  std::vector<float> got(n * k);
+  cudaMemcpyAsync(got.data(), dout.ptr, got.size() * sizeof(float), cudaMemcpyDeviceToHost, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)), 0) << info.name;
+
+  std::normal_distribution<float> normal;
+  std::vector<float> x(m * k);
+  for (auto& v : x) v = normal(rng);
+  cudaMemcpy(dx.ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemset(dy.ptr, 0xFF, m * n * sizeof(float));
+  cuda::mmvq(t, dev, n, k, dx.ptr, FloatType::F32, m, k, dy.ptr, n, stream);
+  std::vector<float> y(m * n);
+  cudaMemcpyAsync(y.data(), dy.ptr, y.size() * sizeof(float), cudaMemcpyDeviceToHost, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t c = 0; c < k; ++c) s += static_cast<double>(x[i * k + c]) * ref[j * k + c];
+      ASSERT_TRUE(std::isfinite(y[i * n + j])) << info.name << " y[" << i << "," << j << "] not written";
+      diff += (y[i * n + j] - s) * (y[i * n + j] - s);
+      norm += s * s;
+    }
+  EXPECT_LT(std::sqrt(diff / norm), 1e-2) << info.name;
+  cudaStreamDestroy(stream);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, CudaApi,
+                         ::testing::Values(QuantType::Q5_0, QuantType::Q8_0, QuantType::IQ2_XXS, QuantType::IQ2_XS,
+                                           QuantType::IQ3_XXS, QuantType::IQ1_S, QuantType::IQ4_NL, QuantType::IQ3_S,
+                                           QuantType::IQ2_S, QuantType::IQ4_XS, QuantType::IQ1_M, QuantType::MXFP4,
+                                           QuantType::MXFP8_E4M3, QuantType::MXFP4_SPLIT),
+                         [](const auto& info) { return std::string(type_name(info.param)); });
+
+TEST(CudaApiErrors, NameTheArgument) {
+  // argument checks run before any device work, so they hold without a GPU too
+  alignas(16) static uint8_t w[136 * 4];
+  alignas(16) static float x[16 * 256], y[16 * 4];
+  const WeightView v{w, 136, 0, nullptr, 0, 0};
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 17, 256, y, 4, nullptr); })
+                .find("x: MMVQ takes 1 to 16 tokens, got M = 17"),
+            std::string::npos);
+  EXPECT_NE(message([&] { cuda::mmvq(QuantType::IQ4_XS, v, 4, 300, x, FloatType::F32, 1, 300, y, 4, nullptr); })
+                .find("k: K = 300"),
+            std::string::npos);
+  const WeightView off{w + 2, 136, 0, nullptr, 0, 0};
+  EXPECT_NE(message([&] { cuda::mmvq(QuantType::IQ4_XS, off, 4, 256, x, FloatType::F32, 1, 256, y, 4, nullptr); })
+                .find("w: data must be 16-byte aligned"),
+            std::string::npos);
+  EXPECT_NE(message([&] { cuda::dequantize(QuantType::Q8_1, v, 4, 32, y, FloatType::F32, 32, nullptr); })
+                .find("activation format"),
+            std::string::npos);
+  EXPECT_NE(message([&] { cuda::dequantize(QuantType::MXFP8_E4M3, v, 4, 32, y, FloatType::F32, 32, nullptr); })
+                .find("scales:"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace lowbit

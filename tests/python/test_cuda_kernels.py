@@ -1,0 +1,161 @@
+"""CUDA dequantize and MMVQ against the CPU reference: every type, every M the dispatcher can
+send to MMVQ, tails, all activation dtypes, poisoned outputs, side streams, the last device
+index, CUDA graphs. Skipped cleanly without a GPU."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pytest
+import torch
+from _helpers import BLOCK, rel_err, random_weight
+
+import lowbit
+from lowbit import QuantType
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+TOKENS = (1, 2, 3, 4, 5, 8, 13, 16)
+DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+# ||y - ref|| / ||ref||: weights and activations rounded to bf16, float32 accumulation
+MMVQ_BOUND = 1e-2
+
+
+def device() -> torch.device:
+    return torch.device("cuda", torch.cuda.device_count() - 1)  # the last index: not always 0
+
+
+def shapes(qtype: QuantType) -> list[tuple[str, int, int]]:
+    elems, _ = BLOCK[qtype]
+    partial = 416 if elems == 32 else 768  # 32-weight types: a last 256-unit of 5 blocks
+    return [("one_block", 37, elems), ("partial_unit", 77, partial), ("k14336", 300, 14336)]
+
+
+def poisoned(fn: Callable[[], torch.Tensor], shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """Runs fn after filling, then freeing, a NaN tensor of the output's size, so the caching
+    allocator hands the same (poisoned) memory to the output: every element must be written."""
+    bait = torch.full(shape, float("nan"), dtype=dtype, device=device())
+    ptr = bait.data_ptr()
+    del bait
+    out = fn()
+    assert out.data_ptr() == ptr, "the poisoned block was not reused; the check would prove nothing"
+    return out
+
+
+@pytest.mark.parametrize("qtype", lowbit.WEIGHT_TYPES, ids=lambda t: t.type_name)
+def test_dequantize_matches_cpu_bit_for_bit(qtype: QuantType, rng: np.random.Generator) -> None:
+    dev = device()
+    for name, n, k in shapes(qtype) + [("experts", 3 * 29, BLOCK[qtype][0] * 8)]:
+        experts = 3 if name == "experts" else 0
+        rows = n // 3 if experts else n
+        w, s = random_weight(qtype, rows, k, rng, experts=experts)
+        for dtype in DTYPES:
+            ref = lowbit.dequantize(w, qtype, scales=s, dtype=dtype)
+            wd, sd = w.to(dev), None if s is None else s.to(dev)
+            out = poisoned(lambda: lowbit.dequantize(wd, qtype, scales=sd, dtype=dtype), tuple(ref.shape), dtype)
+            assert torch.equal(out.cpu(), ref), f"{qtype.type_name} {name} {dtype}"
+
+
+@pytest.mark.parametrize("qtype", lowbit.WEIGHT_TYPES, ids=lambda t: t.type_name)
+def test_mmvq_matches_reference(qtype: QuantType, rng: np.random.Generator) -> None:
+    dev = device()
+    for name, n, k in shapes(qtype):
+        w, s = random_weight(qtype, n, k, rng)
+        wf = lowbit.dequantize(w, qtype, scales=s).double()
+        wd, sd = w.to(dev), None if s is None else s.to(dev)
+        for dtype in DTYPES:
+            x_all = torch.from_numpy(rng.standard_normal((16, k)).astype(np.float32)).to(dtype)
+            for m in TOKENS:
+                x = x_all[:m].contiguous()
+                ref = x.double() @ wf.T
+                xd = x.to(dev)
+                y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd), (m, n), dtype)
+                assert y.dtype == dtype and y.shape == (m, n)
+                err = rel_err(y, ref)
+                assert err < MMVQ_BOUND, f"{qtype.type_name} {name} M={m} {dtype}: rel err {err:.3g}"
+
+
+@pytest.mark.parametrize("qtype", [QuantType.IQ2_XXS, QuantType.IQ4_XS, QuantType.MXFP4_SPLIT], ids=lambda t: t.type_name)
+def test_linear_dispatch_on_a_side_stream(qtype: QuantType, rng: np.random.Generator) -> None:
+    dev = device()
+    w, s = random_weight(qtype, 129, 1024, rng)
+    wf = lowbit.dequantize(w, qtype, scales=s).double()
+    wd, sd = w.to(dev), None if s is None else s.to(dev)
+    stream = torch.cuda.Stream(device=dev)
+    for m in (1, 16, 17, 64):  # MMVQ, then dequantize + bf16 GEMM
+        x = torch.from_numpy(rng.standard_normal((m, 1024)).astype(np.float32)).to(torch.bfloat16)
+        bias = torch.from_numpy(rng.standard_normal(129).astype(np.float32))
+        with torch.cuda.stream(stream):
+            y = lowbit.linear(x.to(dev), wd, qtype, scales=sd, bias=bias.to(dev))
+        stream.synchronize()
+        ref = x.double() @ wf.T + bias.double()
+        assert rel_err(y, ref) < MMVQ_BOUND, f"M={m}"
+        kernel = lowbit.select_kernel(qtype, m, 129, 1024, dev)["kernel"]
+        assert kernel == ("mmvq" if m <= 16 else "dequant_matmul")
+
+
+def test_forced_kernels_agree(rng: np.random.Generator) -> None:
+    dev = device()
+    w, _ = random_weight(QuantType.IQ3_S, 64, 2048, rng)
+    wd = w.to(dev)
+    x = torch.from_numpy(rng.standard_normal((8, 2048)).astype(np.float32)).to(dev, torch.bfloat16)
+    a = torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), kernel="mmvq")
+    b = torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), kernel="dequant_matmul")
+    assert rel_err(a, b.double()) < MMVQ_BOUND
+    with pytest.raises(ValueError, match=r"kernel: unknown kernel \"fast\""):
+        torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), kernel="fast")
+    with pytest.raises(ValueError, match=r"x must be \[M, K\] with 1 <= M <= 16 for mmvq"):
+        torch.ops.lowbit.mmvq(torch.zeros(17, 2048, device=dev), wd, int(QuantType.IQ3_S))
+
+
+def test_cuda_graph_capture_and_replay(rng: np.random.Generator) -> None:
+    dev = device()
+    torch.cuda.set_device(dev)
+    w, _ = random_weight(QuantType.IQ2_S, 200, 2048, rng)
+    wd = w.to(dev)
+    x = torch.from_numpy(rng.standard_normal((4, 2048)).astype(np.float32)).to(dev, torch.bfloat16)
+    side = torch.cuda.Stream(device=dev)
+    with torch.cuda.stream(side):  # warm up outside the capture
+        lowbit.linear(x, wd, "iq2_s")
+        lowbit.dequantize(wd, "iq2_s", dtype=torch.bfloat16)
+    side.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = lowbit.linear(x, wd, "iq2_s")
+        d = lowbit.dequantize(wd, "iq2_s", dtype=torch.bfloat16)
+    x.copy_(torch.from_numpy(rng.standard_normal((4, 2048)).astype(np.float32)).to(dev, torch.bfloat16))
+    graph.replay()
+    torch.cuda.synchronize(dev)
+    assert torch.equal(y, lowbit.linear(x, wd, "iq2_s"))
+    assert torch.equal(d, lowbit.dequantize(wd, "iq2_s", dtype=torch.bfloat16))
+
+
+def test_results_are_deterministic(rng: np.random.Generator) -> None:
+    dev = device()
+    w, _ = random_weight(QuantType.IQ1_M, 512, 4096, rng)
+    wd = w.to(dev)
+    x = torch.from_numpy(rng.standard_normal((13, 4096)).astype(np.float32)).to(dev)
+    first = lowbit.linear(x, wd, "iq1_m")
+    for _ in range(3):
+        assert torch.equal(lowbit.linear(x, wd, "iq1_m"), first)
+
+
+def test_misaligned_weight_views_are_handled(rng: np.random.Generator) -> None:
+    dev = device()
+    w, _ = random_weight(QuantType.IQ4_NL, 40, 64, rng)  # rows of 36 bytes: row 1 starts 4 bytes off 16
+    wd = w.to(dev)[1:]
+    x = torch.from_numpy(rng.standard_normal((2, 64)).astype(np.float32)).to(dev)
+    ref = x.double().cpu() @ lowbit.dequantize(w[1:], "iq4_nl").double().T
+    assert rel_err(lowbit.linear(x, wd, "iq4_nl"), ref) < MMVQ_BOUND
+    assert torch.equal(lowbit.dequantize(wd, "iq4_nl").cpu(), lowbit.dequantize(w[1:], "iq4_nl"))
+
+
+def test_capabilities_report_the_device() -> None:
+    caps = lowbit.capabilities()
+    assert caps["build"]["cuda_compiled"]
+    assert len(caps["cuda_devices"]) == torch.cuda.device_count()
+    assert all(t["kernels"]["cuda_mmvq"] and t["kernels"]["cuda_dequant"] for t in caps["types"].values() if t["is_weight"])
