@@ -38,6 +38,7 @@ def shapes(qtype: QuantType) -> list[tuple[str, int, int]]:
 def poisoned(fn: Callable[[], torch.Tensor], shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     """Runs fn after filling, then freeing, a NaN tensor of the output's size, so the caching
     allocator hands the same (poisoned) memory to the output: every element must be written."""
+    torch.cuda.empty_cache()  # only the bait's memory is free afterwards, so the output lands on it
     bait = torch.full(shape, float("nan"), dtype=dtype, device=device())
     ptr = bait.data_ptr()
     del bait
