@@ -18,15 +18,31 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 for step in "${steps[@]}"; do
   case "$step" in
     build)
+      # The torch process runs on the system libstdc++; a toolchain that links its own copy into
+      # lowbit._C gives two C++ runtimes in one process (iostreams crash). Prefer the system g++.
+      for cxx in /usr/bin/g++ /usr/bin/g++-13 /usr/bin/g++-12; do
+        if [ -x "$cxx" ]; then export CXX="$cxx" CUDAHOSTCXX="$cxx"; break; fi
+      done
+      echo "CXX=${CXX:-default} $(${CXX:-g++} --version | head -1)"
       cmake -S . -B build-dev -G Ninja -DLOWBIT_CUDA=ON -DLOWBIT_CUDA_ARCHS=90a -DLOWBIT_BUILD_PYTHON=ON \
         -DPython_EXECUTABLE="$(command -v python3)" > "$OUT/build.log" 2>&1 &&
         cmake --build build-dev -j "$(nproc)" >> "$OUT/build.log" 2>&1
       rc=$?; echo "build rc=$rc"; [ $rc -eq 0 ] || { tail -40 "$OUT/build.log"; exit 1; }
-      grep -E "spill|warning" "$OUT/build.log" | head -5 ;;
+      grep -E "spill|warning" "$OUT/build.log" | head -5
+      ldd python/lowbit/_C*.so | grep -E "stdc|gcc_s" ;;
     test)
       ctest --test-dir build-dev -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1; echo "ctest rc=$?"; tail -3 "$OUT/ctest.log"
-      python3 -m pytest -q -p no:cacheprovider tests/python -x > "$OUT/pytest.log" 2>&1; echo "pytest rc=$?"
-      grep -E "passed|failed|error" "$OUT/pytest.log" | tail -3; grep -E "^(FAILED|ERROR)|Error|assert" "$OUT/pytest.log" | head -20 ;;
+      # GPU tests first, each file in its own process so that one crash cannot hide the others
+      : > "$OUT/pytest.log"
+      for f in tests/python/test_cuda_kernels.py $(ls tests/python/test_*.py | grep -v test_cuda_kernels) tests/python/ascend; do
+        python3 -X faulthandler -m pytest -q -p no:cacheprovider "$f" >> "$OUT/pytest.log" 2>&1
+        rc=$?; echo "pytest $f rc=$rc $(tail -1 "$OUT/pytest.log")"
+        [ $rc -ge 128 ] && grep -A6 "Current thread" "$OUT/pytest.log" | tail -8
+      done
+      grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20 ;;
+    gdb)
+      cuda-gdb -batch -ex run -ex bt --args python3 -m pytest -q -p no:cacheprovider ${GDB_TEST:-tests/python/test_errors.py} \
+        > "$OUT/gdb.log" 2>&1; grep -E "^#[0-9]+" "$OUT/gdb.log" | head -25 ;;
     sanitize)
       compute-sanitizer --tool memcheck --error-exitcode 3 build-dev/lowbit_cuda_tests > "$OUT/sanitize-gtest.log" 2>&1
       echo "memcheck gtest rc=$?"; tail -3 "$OUT/sanitize-gtest.log"
@@ -35,7 +51,7 @@ for step in "${steps[@]}"; do
         > "$OUT/sanitize-pytest.log" 2>&1
       echo "memcheck pytest rc=$?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-pytest.log" | tail -3 ;;
     bench)
-      python3 benchmarks/bench_dense.py --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
+      python3 -X faulthandler benchmarks/bench_dense.py --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
       tail -22 "$OUT/bench.log" ;;
     gbench)
       build-dev/lowbit_bench_cuda --benchmark_min_time=0.05s --benchmark_out="$OUT/gbench.json" > "$OUT/gbench.log" 2>&1

@@ -24,9 +24,11 @@ file(GLOB torch_cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/csrc/torch/
 if(LOWBIT_TORCH_CUDA)
   list(APPEND torch_sources ${torch_cuda_sources})
 endif()
-pybind11_add_module(_C MODULE ${torch_sources})
-# torch's headers are written for C++20 (they warn under C++17)
-set_target_properties(_C PROPERTIES CXX_STANDARD 20)
+# NO_EXTRAS: no LTO, stripping or hidden visibility: the module shares C++ types (c10::Error, ...)
+# with libtorch and must be built exactly as a plain torch extension is.
+pybind11_add_module(_C MODULE NO_EXTRAS ${torch_sources})
+# C++17 like torch's own build; recent torch headers note C++20 extensions, harmlessly
+target_compile_options(_C PRIVATE -Wno-c++20-extensions)
 target_link_libraries(_C PRIVATE lowbit ${TORCH_LIBRARIES})
 target_include_directories(_C PRIVATE ${PROJECT_SOURCE_DIR}/csrc ${PROJECT_SOURCE_DIR}/csrc/torch ${TORCH_INCLUDE_DIRS})
 target_compile_options(_C PRIVATE ${TORCH_CXX_FLAGS})
@@ -46,7 +48,7 @@ if(LOWBIT_HAS_CUDA AND NOT LOWBIT_TORCH_CUDA AND torch_cuda_sources)
   target_include_directories(lowbit_torch_cuda_compile_check PRIVATE ${PROJECT_SOURCE_DIR}/csrc ${PROJECT_SOURCE_DIR}/csrc/torch ${TORCH_INCLUDE_DIRS}
     ${CUDAToolkit_INCLUDE_DIRS} ${shim})
   target_compile_options(lowbit_torch_cuda_compile_check PRIVATE ${TORCH_CXX_FLAGS})
-  set_target_properties(lowbit_torch_cuda_compile_check PROPERTIES CXX_STANDARD 20)
+  target_compile_options(lowbit_torch_cuda_compile_check PRIVATE -Wno-c++20-extensions)
   target_compile_definitions(lowbit_torch_cuda_compile_check PRIVATE LOWBIT_TORCH_CUDA=1)
 endif()
 
