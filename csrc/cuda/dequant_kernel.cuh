@@ -46,8 +46,10 @@ __device__ __forceinline__ void store_group<__half>(__half* dst, const float (&v
 }
 
 inline constexpr int kDequantThreads = 256;
+inline constexpr int kDequantRows = 4;  // rows per thread: independent decodes in flight
 
-// grid.x tiles the groups of a row, grid.y strides over rows; 32-bit index math per thread.
+// grid.x tiles the groups of a row; grid.y tiles rows kDequantRows at a time (striding past
+// 65535 * kDequantRows rows); 32-bit index math per thread.
 template <class Traits, class Out>
 __global__ void __launch_bounds__(kDequantThreads) dequant_kernel(DequantArgs a) {
   constexpr int kGroupsPerBlock = Traits::kBlockElems / kGroupElems;
@@ -57,21 +59,32 @@ __global__ void __launch_bounds__(kDequantThreads) dequant_kernel(DequantArgs a)
   if (gr >= groups_per_row) return;
   const int b = gr / kGroupsPerBlock;
   const int g = gr - b * kGroupsPerBlock;
-  for (int64_t r = blockIdx.y; r < a.rows; r += gridDim.y) {
-    const uint8_t* row = a.data + r * a.row_stride;
-    const uint8_t split_scale = Traits::kSplitScales ? a.scales[r * a.scale_row_stride + b] : uint8_t{0};
-    float v[8];
-    render_f32(Traits::decode_group(BlockRef{row + static_cast<int64_t>(b) * Traits::kBlockBytes, split_scale}, g, cb), v);
-    store_group(static_cast<Out*>(a.out) + r * a.out_row_stride + static_cast<int64_t>(gr) * kGroupElems, v);
+  for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * kDequantRows; r0 < a.rows;
+       r0 += static_cast<int64_t>(gridDim.y) * kDequantRows) {
+    float v[kDequantRows][8];
+#pragma unroll
+    for (int i = 0; i < kDequantRows; ++i) {
+      const int64_t r = r0 + i < a.rows ? r0 + i : a.rows - 1;  // a short last tile repeats its last row
+      const uint8_t* row = a.data + r * a.row_stride;
+      const uint8_t split_scale = Traits::kSplitScales ? a.scales[r * a.scale_row_stride + b] : uint8_t{0};
+      render_f32(Traits::decode_group(BlockRef{row + static_cast<int64_t>(b) * Traits::kBlockBytes, split_scale}, g, cb),
+                 v[i]);
+    }
+#pragma unroll
+    for (int i = 0; i < kDequantRows; ++i)
+      if (r0 + i < a.rows)
+        store_group(static_cast<Out*>(a.out) + (r0 + i) * a.out_row_stride + static_cast<int64_t>(gr) * kGroupElems,
+                    v[i]);
   }
 }
 
 template <class Traits, class Out>
 void launch_dequant_as(const DequantArgs& a, cudaStream_t stream) {
+  if (a.rows == 0) return;
   const int groups_per_row = static_cast<int>(a.k / kGroupElems);
   const unsigned gx = static_cast<unsigned>((groups_per_row + kDequantThreads - 1) / kDequantThreads);
-  const unsigned gy = static_cast<unsigned>(a.rows < 65535 ? a.rows : 65535);
-  if (a.rows == 0) return;
+  const int64_t row_tiles = (a.rows + kDequantRows - 1) / kDequantRows;
+  const unsigned gy = static_cast<unsigned>(row_tiles < 65535 ? row_tiles : 65535);
   dequant_kernel<Traits, Out><<<dim3(gx, gy), kDequantThreads, 0, stream>>>(a);
   check_launch("dequantize");
 }

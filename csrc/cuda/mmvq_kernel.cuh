@@ -15,6 +15,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/device_codebooks.cuh"
 #include "cuda/launch.h"
@@ -26,8 +27,6 @@ namespace lowbit::cuda_detail {
 
 template <class Traits>
 struct MmvqTiling {
-  static constexpr int kWarps = 8;
-  static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRows = 16;
   static constexpr int kUnitElems = 256;
   static constexpr int kBlocksPerUnit = kUnitElems / Traits::kBlockElems;
@@ -38,6 +37,10 @@ struct MmvqTiling {
   static constexpr int kStageBytes = kRows * kSpanBytes;
   static constexpr int kStages = kStageBytes <= 3072 ? 3 : 2;
   static constexpr int kWarpBytes = kStages * kStageBytes;
+  // 8 warps (K slices) per 16-row tile: an N = 4096 layer is 256 blocks, all resident at two
+  // blocks per SM (<= 128 registers per thread); each warp's unrolled unit supplies the ILP.
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = 32 * kWarps;
   static constexpr int kCodebookBytes = CodebookTable<Traits::kCodebook>::kBytes;
   static constexpr int reduce_bytes(int tiles) { return kWarps * tiles * 4 * 32 * 4; }
   static constexpr int smem_bytes(int tiles) {
@@ -87,7 +90,7 @@ template <>
 __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 
 template <class Traits, int kTiles, class Act>
-__global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads) mmvq_kernel(MmvqArgs a) {
+__global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads, 2) mmvq_kernel(MmvqArgs a) {
   using Tl = MmvqTiling<Traits>;
   extern __shared__ __align__(16) uint8_t smem[];
   const Codebooks cb = shared_codebooks<Traits::kCodebook>(smem);
@@ -126,7 +129,11 @@ __global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads) mmvq_kernel(Mmvq
   float acc[kTiles][4] = {};
   const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;
 
-  auto compute_unit = [&](int u, int stage) {
+  // Decodes and multiplies sub-blocks [0, subs) of unit u. With kFull (every unit but a short
+  // last one of a 32-weight-block type) the eight sub-blocks unroll without bounds checks, so the
+  // compiler interleaves their loads, decodes and MMAs.
+  auto compute_unit = [&](int u, int stage, auto full) {
+    constexpr bool kFull = decltype(full)::value;
     const uint8_t* st = ring + stage * Tl::kStageBytes;
     const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
     const uint8_t* lo = st + g * Tl::kSpanBytes +
@@ -134,16 +141,20 @@ __global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads) mmvq_kernel(Mmvq
     const uint8_t* hi = st + (g + 8) * Tl::kSpanBytes +
                         (reinterpret_cast<uintptr_t>(a.w + row_hi * a.w_row_stride + unit_start) & 15);
     const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
-    const int subs = a.k - k0 >= Tl::kUnitElems ? 8 : static_cast<int>((a.k - k0) / 32);
+    const int subs = kFull ? 8 : static_cast<int>((a.k - k0) / 32);
+    // all activations of the unit first: eight independent loads in flight
+    uint32_t b[8][kTiles][4];
 #pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      if (s >= subs) break;
-      uint32_t b[kTiles][4];
+    for (int s = 0; s < 8; ++s)
 #pragma unroll
       for (int nt = 0; nt < kTiles; ++nt) {
         const int token = nt * 8 + g;
-        load_activations<Act>(x + token * a.x_row_stride + k0 + s * 32 + 8 * t, token < a.m, b[nt]);
+        const bool valid = token < a.m && (kFull || s < subs);
+        load_activations<Act>(x + token * a.x_row_stride + k0 + s * 32 + 8 * t, valid, b[s][nt]);
       }
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      if (!kFull && s >= subs) break;
       const int block = Tl::kBlocksPerUnit == 1 ? 0 : s;
       const int group = Tl::kBlocksPerUnit == 1 ? s * 4 + t : t;
       uint8_t scale_lo = 0, scale_hi = 0;
@@ -159,7 +170,7 @@ __global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads) mmvq_kernel(Mmvq
       for (int j = 0; j < 2; ++j) {
         const uint32_t frag[4] = {wlo[2 * j], whi[2 * j], wlo[2 * j + 1], whi[2 * j + 1]};
 #pragma unroll
-        for (int nt = 0; nt < kTiles; ++nt) mma_bf16_m16n8k16(acc[nt], frag, b[nt][2 * j], b[nt][2 * j + 1]);
+        for (int nt = 0; nt < kTiles; ++nt) mma_bf16_m16n8k16(acc[nt], frag, b[s][nt][2 * j], b[s][nt][2 * j + 1]);
       }
     }
   };
@@ -175,7 +186,8 @@ __global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads) mmvq_kernel(Mmvq
     else cp_async_commit();
     cp_async_wait<Tl::kStages - 1>();
     __syncwarp();
-    compute_unit(u, i % Tl::kStages);
+    if (static_cast<int64_t>(u + 1) * Tl::kUnitElems <= a.k) compute_unit(u, i % Tl::kStages, std::true_type{});
+    else compute_unit(u, i % Tl::kStages, std::false_type{});
     __syncwarp();
   }
   cp_async_wait<0>();
