@@ -34,7 +34,9 @@ for step in "${steps[@]}"; do
       ctest --test-dir build-dev -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1; echo "ctest rc=$?"; tail -3 "$OUT/ctest.log"
       # GPU tests first, each file in its own process so that one crash cannot hide the others
       : > "$OUT/pytest.log"
-      for f in tests/python/test_cuda_kernels.py $(ls tests/python/test_*.py | grep -v test_cuda_kernels) tests/python/ascend; do
+      files="tests/python/test_cuda_kernels.py $(ls tests/python/test_*.py | grep -v test_cuda_kernels) tests/python/ascend"
+      [ -n "${TEST_FILES:-}" ] && files="$TEST_FILES"
+      for f in $files; do
         python3 -X faulthandler -m pytest -q -p no:cacheprovider "$f" >> "$OUT/pytest.log" 2>&1
         rc=$?; echo "pytest $f rc=$rc $(tail -1 "$OUT/pytest.log")"
         [ $rc -ge 128 ] && grep -A6 "Current thread" "$OUT/pytest.log" | tail -8
@@ -43,9 +45,10 @@ for step in "${steps[@]}"; do
     gdb)
       cuda-gdb -batch -ex run -ex bt --args python3 -m pytest -q -p no:cacheprovider ${GDB_TEST:-tests/python/test_errors.py} \
         > "$OUT/gdb.log" 2>&1; grep -E "^#[0-9]+" "$OUT/gdb.log" | head -25 ;;
-    sanitize)
+    sanitize-gtest)
       compute-sanitizer --tool memcheck --error-exitcode 3 build-dev/lowbit_cuda_tests > "$OUT/sanitize-gtest.log" 2>&1
-      echo "memcheck gtest rc=$?"; tail -3 "$OUT/sanitize-gtest.log"
+      echo "memcheck gtest rc=$?"; tail -3 "$OUT/sanitize-gtest.log" ;;
+    sanitize)
       compute-sanitizer --tool memcheck --error-exitcode 3 \
         python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda_kernels.py -k "${SANITIZE_FILTER:-not k14336}" \
         > "$OUT/sanitize-pytest.log" 2>&1
