@@ -50,7 +50,7 @@ for step in "${steps[@]}"; do
       echo "memcheck gtest rc=$?"; tail -3 "$OUT/sanitize-gtest.log" ;;
     sanitize)
       compute-sanitizer --tool memcheck --error-exitcode 3 \
-        python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda_kernels.py -k "${SANITIZE_FILTER:-not k14336}" \
+        timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda_kernels.py -k "${SANITIZE_FILTER:-mmvq or dequantize}" \
         > "$OUT/sanitize-pytest.log" 2>&1
       echo "memcheck pytest rc=$?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-pytest.log" | tail -3 ;;
     bench)

@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 
@@ -30,6 +31,14 @@ void configure_shared_memory(const void* kernel, int bytes) {
   const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   LOWBIT_CHECK(err == cudaSuccess, "mmvq: cannot use ", bytes, " bytes of shared memory: ", cudaGetErrorString(err));
   if (device < 64) last[device].store(kernel, std::memory_order_relaxed);
+}
+
+int mmvq_warps_per_tile() {
+  static const int warps = [] {
+    const char* env = std::getenv("LOWBIT_MMVQ_WARPS");
+    return env != nullptr && std::string(env) == "16" ? 16 : 8;
+  }();
+  return warps;
 }
 
 }  // namespace cuda_detail

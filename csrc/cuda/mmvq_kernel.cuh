@@ -25,7 +25,7 @@
 
 namespace lowbit::cuda_detail {
 
-template <class Traits>
+template <class Traits, int kWarpsPerTile>
 struct MmvqTiling {
   static constexpr int kRows = 16;
   static constexpr int kUnitElems = 256;
@@ -37,9 +37,11 @@ struct MmvqTiling {
   static constexpr int kStageBytes = kRows * kSpanBytes;
   static constexpr int kStages = kStageBytes <= 3072 ? 3 : 2;
   static constexpr int kWarpBytes = kStages * kStageBytes;
-  // 8 warps (K slices) per 16-row tile: an N = 4096 layer is 256 blocks, all resident at two
-  // blocks per SM (<= 128 registers per thread); each warp's unrolled unit supplies the ILP.
-  static constexpr int kWarps = 8;
+  // Warps (K slices) per 16-row tile. 8: an N = 4096 layer is 256 blocks, all resident at two
+  // blocks per SM (<= 128 registers per thread), activations of a unit preloaded for ILP.
+  // 16: twice the warps per SM at <= 64 registers, activations loaded per sub-block.
+  static constexpr int kWarps = kWarpsPerTile;
+  static constexpr bool kPreloadActivations = kWarps <= 8;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kCodebookBytes = CodebookTable<Traits::kCodebook>::kBytes;
   static constexpr int reduce_bytes(int tiles) { return kWarps * tiles * 4 * 32 * 4; }
@@ -89,9 +91,9 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { re
 template <>
 __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 
-template <class Traits, int kTiles, class Act>
-__global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads, 2) mmvq_kernel(MmvqArgs a) {
-  using Tl = MmvqTiling<Traits>;
+template <class Traits, int kTiles, class Act, int kWarps>
+__global__ void __launch_bounds__(32 * kWarps, 2) mmvq_kernel(MmvqArgs a) {
+  using Tl = MmvqTiling<Traits, kWarps>;
   extern __shared__ __align__(16) uint8_t smem[];
   const Codebooks cb = shared_codebooks<Traits::kCodebook>(smem);
   uint8_t* const staging = smem + Tl::kCodebookBytes;
@@ -107,7 +109,10 @@ __global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads, 2) mmvq_kernel(M
   const Act* const x = static_cast<const Act*>(a.x);
   __syncthreads();  // codebook in shared memory
 
-  // Stage unit u of the block's 16 rows; rows past N are zero-filled (read nothing).
+  // Stage unit u of the block's 16 rows as the aligned 16-byte pieces around it. Bytes before or
+  // after the unit belong to the tensor (neighbouring units or rows), except past its very end,
+  // where the piece is copied byte by byte; rows past N are zero-filled.
+  const uint8_t* const w_end = a.w + (a.n - 1) * a.w_row_stride + row_bytes;
   auto stage_unit = [&](int u, int stage) {
     uint8_t* dst = ring + stage * Tl::kStageBytes;
     const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
@@ -115,13 +120,20 @@ __global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads, 2) mmvq_kernel(M
     for (int c = lane; c < Tl::kRows * Tl::kChunks; c += 32) {
       const int r = c / Tl::kChunks, ch = c - r * Tl::kChunks;
       const int64_t row = row0 + r;
+      uint8_t* piece = dst + r * Tl::kSpanBytes + ch * 16;
+      if (row >= a.n) {
+        *reinterpret_cast<uint4*>(piece) = make_uint4(0, 0, 0, 0);
+        continue;
+      }
       const uint8_t* unit = a.w + row * a.w_row_stride + unit_start;
-      const uint8_t* span = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(unit) & ~uintptr_t{15});
-      const uint8_t* src = span + ch * 16;
-      const int64_t left = unit + unit_len - src;  // bytes of this unit from src on
-      if (row < a.n && left <= 0) continue;        // past the unit: never decoded
-      const int bytes = row < a.n ? static_cast<int>(left < 16 ? left : 16) : 0;
-      cp_async_16(dst + r * Tl::kSpanBytes + ch * 16, bytes > 0 ? src : a.w, bytes);
+      const uint8_t* src =
+          reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(unit) & ~uintptr_t{15}) + ch * 16;
+      if (src >= unit + unit_len) continue;  // past the unit: never decoded
+      if (w_end - src >= 16) {
+        cp_async_16(piece, src, 16);
+      } else {
+        for (int i = 0; i < 16; ++i) piece[i] = src + i < w_end ? src[i] : uint8_t{0};
+      }
     }
     cp_async_commit();
   };
@@ -142,19 +154,25 @@ __global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads, 2) mmvq_kernel(M
                         (reinterpret_cast<uintptr_t>(a.w + row_hi * a.w_row_stride + unit_start) & 15);
     const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
     const int subs = kFull ? 8 : static_cast<int>((a.k - k0) / 32);
-    // all activations of the unit first: eight independent loads in flight
-    uint32_t b[8][kTiles][4];
-#pragma unroll
-    for (int s = 0; s < 8; ++s)
+    constexpr int kPreloaded = Tl::kPreloadActivations ? 8 : 1;
+    uint32_t b[kPreloaded][kTiles][4];
+    auto load_sub = [&](int s, uint32_t(&dst)[kTiles][4]) {
 #pragma unroll
       for (int nt = 0; nt < kTiles; ++nt) {
         const int token = nt * 8 + g;
         const bool valid = token < a.m && (kFull || s < subs);
-        load_activations<Act>(x + token * a.x_row_stride + k0 + s * 32 + 8 * t, valid, b[s][nt]);
+        load_activations<Act>(x + token * a.x_row_stride + k0 + s * 32 + 8 * t, valid, dst[nt]);
       }
+    };
+    if constexpr (Tl::kPreloadActivations) {  // all of the unit's activations: 8 loads in flight
+#pragma unroll
+      for (int s = 0; s < 8; ++s) load_sub(s, b[s]);
+    }
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
       if (!kFull && s >= subs) break;
+      if constexpr (!Tl::kPreloadActivations) load_sub(s, b[0]);
+      const int bs = Tl::kPreloadActivations ? s : 0;
       const int block = Tl::kBlocksPerUnit == 1 ? 0 : s;
       const int group = Tl::kBlocksPerUnit == 1 ? s * 4 + t : t;
       uint8_t scale_lo = 0, scale_hi = 0;
@@ -170,7 +188,7 @@ __global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads, 2) mmvq_kernel(M
       for (int j = 0; j < 2; ++j) {
         const uint32_t frag[4] = {wlo[2 * j], whi[2 * j], wlo[2 * j + 1], whi[2 * j + 1]};
 #pragma unroll
-        for (int nt = 0; nt < kTiles; ++nt) mma_bf16_m16n8k16(acc[nt], frag, b[s][nt][2 * j], b[s][nt][2 * j + 1]);
+        for (int nt = 0; nt < kTiles; ++nt) mma_bf16_m16n8k16(acc[nt], frag, b[bs][nt][2 * j], b[bs][nt][2 * j + 1]);
       }
     }
   };
@@ -213,11 +231,14 @@ __global__ void __launch_bounds__(MmvqTiling<Traits>::kThreads, 2) mmvq_kernel(M
 
 void configure_shared_memory(const void* kernel, int bytes);
 
-template <class Traits, int kTiles, class Act>
+// Warps per tile (8 or 16); LOWBIT_MMVQ_WARPS overrides the default for tuning runs.
+int mmvq_warps_per_tile();
+
+template <class Traits, int kTiles, class Act, int kWarps>
 void launch_mmvq_as(const MmvqArgs& a, cudaStream_t stream) {
-  using Tl = MmvqTiling<Traits>;
+  using Tl = MmvqTiling<Traits, kWarps>;
   constexpr int kSmem = Tl::smem_bytes(kTiles);
-  auto* kernel = &mmvq_kernel<Traits, kTiles, Act>;
+  auto* kernel = &mmvq_kernel<Traits, kTiles, Act, kWarps>;
   configure_shared_memory(reinterpret_cast<const void*>(kernel), kSmem);
   const unsigned blocks = static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows);
   kernel<<<blocks, Tl::kThreads, kSmem, stream>>>(a);
@@ -226,8 +247,14 @@ void launch_mmvq_as(const MmvqArgs& a, cudaStream_t stream) {
 
 template <class Traits, class Act>
 void launch_mmvq_tokens(const MmvqArgs& a, cudaStream_t stream) {
-  if (a.m <= 8) launch_mmvq_as<Traits, 1, Act>(a, stream);
-  else launch_mmvq_as<Traits, 2, Act>(a, stream);
+  const bool wide = mmvq_warps_per_tile() == 16;
+  if (a.m <= 8) {
+    if (wide) launch_mmvq_as<Traits, 1, Act, 16>(a, stream);
+    else launch_mmvq_as<Traits, 1, Act, 8>(a, stream);
+  } else {
+    if (wide) launch_mmvq_as<Traits, 2, Act, 16>(a, stream);
+    else launch_mmvq_as<Traits, 2, Act, 8>(a, stream);
+  }
 }
 
 template <QuantType T>
