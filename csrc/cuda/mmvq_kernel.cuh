@@ -31,8 +31,11 @@ struct MmvqTiling {
   static constexpr int kUnitElems = 256;
   static constexpr int kBlocksPerUnit = kUnitElems / Traits::kBlockElems;
   static constexpr int kUnitBytes = kBlocksPerUnit * Traits::kBlockBytes;
-  // the 16-byte-aligned span holding a unit reaches at most 15 bytes past either end
-  static constexpr int kSpanBytes = (kUnitBytes + 30 + 15) / 16 * 16;
+  // The 16-byte-aligned span holding a unit reaches at most 15 bytes past either end. Lanes read
+  // rows g = 0..7 of a stage at once: an odd number of 16-byte pieces per row puts the eight rows
+  // in eight different bank groups (an even count gave 2- to 8-way conflicts, e.g. IQ3_XXS).
+  static constexpr int kSpanPieces = (kUnitBytes + 30 + 15) / 16;
+  static constexpr int kSpanBytes = 16 * (kSpanPieces | 1);
   static constexpr int kChunks = kSpanBytes / 16;
   static constexpr int kStageBytes = kRows * kSpanBytes;
   static constexpr int kStages = kStageBytes <= 3072 ? 3 : 2;
