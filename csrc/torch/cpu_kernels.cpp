@@ -10,19 +10,6 @@
 namespace lowbit::torch_ops {
 namespace {
 
-FloatType float_type(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat:
-      return FloatType::F32;
-    case at::kBFloat16:
-      return FloatType::BF16;
-    case at::kHalf:
-      return FloatType::F16;
-    default:
-      TORCH_CHECK_VALUE(false, "dtype must be float32, bfloat16 or float16, got ", t);
-  }
-}
-
 // Decodes `rows` consecutive rows of w (rows of all experts in order) from row `first` into out.
 void dequantize_rows(const WeightArg& w, int64_t first, int64_t rows, at::Tensor& out) {
   const FloatType type = float_type(out.scalar_type());

@@ -10,22 +10,13 @@
 
 #include "lowbit/error.h"
 #include "lowbit/mx_layout.h"
+#include "tensor_args.h"
 
 namespace lowbit::torch_ops {
 namespace {
 
 constexpr int64_t kMxBlockElems = 32;
 constexpr int64_t kGgufMxfp4BlockBytes = 17;
-
-// Runs f, turning lowbit::Error into a Python ValueError with the same message.
-template <class F>
-decltype(auto) value_errors(F&& f) {
-  try {
-    return f();
-  } catch (const lowbit::Error& e) {
-    TORCH_CHECK_VALUE(false, e.what());
-  }
-}
 
 bool is_e8m0_bytes(const at::Tensor& t) {
   return t.scalar_type() == at::kByte || t.scalar_type() == at::kFloat8_e8m0fnu;
@@ -75,7 +66,7 @@ std::vector<int64_t> unpaired_shape(const at::Tensor& paired, int64_t k) {
   check_e8m0(paired, "paired");
   TORCH_CHECK_VALUE(paired.size(-1) == 2, "paired: the last dim must be 2 (a pair of E8M0 scales), got shape ",
                     paired.sizes());
-  const int64_t per_row = value_errors([&] { return mx_scales_per_row(k, "k"); });
+  const int64_t per_row = translate_errors([&] { return mx_scales_per_row(k, "k"); });
   TORCH_CHECK_VALUE(paired.size(-2) == mx_scale_pairs_per_row(per_row), "paired: for k = ", k,
                     " the pair dim must be ceil(K/64) = ", mx_scale_pairs_per_row(per_row), ", got shape ",
                     paired.sizes());
@@ -116,7 +107,7 @@ at::Tensor pair_scales_cpu(const at::Tensor& scales) {
   const std::vector<int64_t> shape = paired_shape(scales);
   const at::Tensor src = scales.contiguous();
   at::Tensor out = at::empty(shape, src.options());
-  value_errors([&] { pair_mx_scales(bytes_of(src), bytes_of(out), leading_rows(src, 1), src.size(-1)); });
+  translate_errors([&] { pair_mx_scales(bytes_of(src), bytes_of(out), leading_rows(src, 1), src.size(-1)); });
   return out;
 }
 
@@ -124,7 +115,7 @@ at::Tensor unpair_scales_cpu(const at::Tensor& paired, int64_t k) {
   const std::vector<int64_t> shape = unpaired_shape(paired, k);
   const at::Tensor src = paired.contiguous();
   at::Tensor out = at::empty(shape, src.options());
-  value_errors([&] { unpair_mx_scales(bytes_of(src), bytes_of(out), leading_rows(src, 2), shape.back()); });
+  translate_errors([&] { unpair_mx_scales(bytes_of(src), bytes_of(out), leading_rows(src, 2), shape.back()); });
   return out;
 }
 
@@ -133,7 +124,7 @@ std::tuple<at::Tensor, at::Tensor> gguf_to_split_cpu(const at::Tensor& blocks) {
   const at::Tensor src = blocks.contiguous();
   at::Tensor elements = at::empty(with_trailing(src, 1, {k / 2}), src.options());
   at::Tensor scales = at::empty(with_trailing(src, 1, {k / kMxBlockElems}), src.options());
-  value_errors([&] {
+  translate_errors([&] {
     mxfp4_gguf_to_split(bytes_of(src), bytes_of(elements), bytes_of(scales), leading_rows(src, 1), k);
   });
   return {elements, scales};
@@ -146,7 +137,7 @@ at::Tensor split_to_gguf_cpu(const at::Tensor& elements, const at::Tensor& scale
   const at::Tensor sc = scales.contiguous().view(at::kByte);
   at::Tensor out = at::empty(with_trailing(el, 1, {k / kMxBlockElems * kGgufMxfp4BlockBytes}),
                              el.options().dtype(at::kByte));
-  value_errors([&] { mxfp4_split_to_gguf(bytes_of(el), bytes_of(sc), bytes_of(out), leading_rows(el, 1), k); });
+  translate_errors([&] { mxfp4_split_to_gguf(bytes_of(el), bytes_of(sc), bytes_of(out), leading_rows(el, 1), k); });
   return out;
 }
 

@@ -21,6 +21,19 @@ bool element_dtype_ok(QuantType t, const at::Tensor& w) {
 
 }  // namespace
 
+FloatType float_type(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return FloatType::F32;
+    case at::kBFloat16:
+      return FloatType::BF16;
+    case at::kHalf:
+      return FloatType::F16;
+    default:
+      TORCH_CHECK_VALUE(false, "dtype must be float32, bfloat16 or float16, got ", t);
+  }
+}
+
 DeviceFacts device_facts(const c10::Device& device) {
   DeviceFacts facts;
 #if defined(LOWBIT_TORCH_CUDA)

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "lowbit/cpu.h"
 #include "lowbit/dispatch.h"
 #include "lowbit/error.h"
 #include "lowbit/quant_type.h"
@@ -32,6 +33,9 @@ WeightArg weight_arg(const at::Tensor& w, int64_t qtype, int64_t k, const std::o
 
 // x must be float32/bfloat16/float16, on w's device.
 void check_activation(const at::Tensor& x, const char* name, const at::Tensor& w, const char* w_name);
+
+// lowbit's FloatType for a torch dtype (float32, bfloat16, float16); ValueError naming `dtype` otherwise.
+FloatType float_type(at::ScalarType t);
 
 // What the dispatcher needs to know about a device (compute capability 0.0 for the CPU).
 DeviceFacts device_facts(const c10::Device& device);

@@ -14,19 +14,6 @@
 namespace lowbit::torch_ops {
 namespace {
 
-FloatType float_type(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat:
-      return FloatType::F32;
-    case at::kBFloat16:
-      return FloatType::BF16;
-    case at::kHalf:
-      return FloatType::F16;
-    default:
-      TORCH_CHECK_VALUE(false, "dtype must be float32, bfloat16 or float16, got ", t);
-  }
-}
-
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // The kernels copy weights in aligned 16-byte pieces; a view that starts mid-way (a row slice
