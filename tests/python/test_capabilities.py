@@ -27,5 +27,12 @@ def test_capabilities_report_every_type_and_build_facts() -> None:
     assert caps["types"]["mxfp8_e4m3"]["bits_per_weight"] == 8.25
     assert caps["types"]["q8_1"]["kernels"]["cpu_reference"] is False
     assert caps["types"]["mxfp4_split"]["kernels"]["cpu_quantize"] is True
-    if not torch.cuda.is_available():
-        assert all(not v for t in caps["types"].values() for k, v in t["kernels"].items() if k.startswith("cuda_") and not caps["build"]["cuda_compiled"])
+    compiled = caps["build"]["cuda_compiled"]
+    for name, t in caps["types"].items():
+        k = t["kernels"]
+        # dequantize and MMVQ exist for every weight type exactly when the build has CUDA; MMQ and the
+        # MoE kernels are not built yet
+        assert k["cuda_dequant"] == k["cuda_mmvq"] == (compiled and t["is_weight"]), name
+        assert not (k["cuda_mmq"] or k["cuda_moe_vec"] or k["cuda_moe_batched"]), name
+    assert len(caps["cuda_devices"]) == (torch.cuda.device_count() if compiled else 0)
+    assert caps["npu"]["verified_on_hardware"] is False
