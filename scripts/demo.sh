@@ -4,6 +4,6 @@
 # a float64 reference and print what ran and how long it took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh deps
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation .
 cd /tmp && python3 -m lowbit demo "$@"

@@ -2,6 +2,7 @@
 # Sets up a fresh machine for lowbit and builds it in place:
 #   system packages through apt (only those missing), Python packages through pip, then CMake.
 # The build puts lowbit._C into python/lowbit, so PYTHONPATH=python imports it.
+# `setup.sh deps` stops after the dependencies.
 # Env: LOWBIT_BUILD_DIR (default build), LOWBIT_CUDA (AUTO|ON|OFF), LOWBIT_CUDA_ARCHS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,8 @@ fi
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 # Keep a torch that is already installed (e.g. a CUDA build); otherwise take the pinned CPU one.
 python3 -c "import torch" 2>/dev/null || python3 -m pip install -q --disable-pip-version-check "torch==2.13.0"
+
+[ "${1:-}" = "deps" ] && exit 0
 
 build_dir="${LOWBIT_BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -G Ninja \
