@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build|test|bench|sanitize ...]   (default: build test bench)
+#   bash benchmarks/device_run.sh [build|test|sanitize-gtest|sanitize|bench|gbench|gdb ...]
+#   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
+#   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
+#   bit-exact decode tests skip there. LOWBIT_COMMIT names the commit in the CSVs (no .git there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/lowbit-out}"
