@@ -194,6 +194,18 @@ LOWBIT_HD uint32_t load_u32(const uint8_t* p) {
 #endif
 }
 
+template <int kAlign>
+LOWBIT_HD uint64_t load_u64(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kAlign >= 8) return *reinterpret_cast<const uint64_t*>(p);
+  else return static_cast<uint64_t>(load_u32<kAlign>(p)) | (static_cast<uint64_t>(load_u32<kAlign>(p + 4)) << 32);
+#else
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+#endif
+}
+
 // ---------------------------------------------------------------------------------------------
 // Decoded groups: what every decode primitive returns for eight consecutive weights
 // ---------------------------------------------------------------------------------------------

@@ -78,19 +78,20 @@ struct FormatTraits<QuantType::IQ1_M> {
   static constexpr int kAlign = 8;
   static constexpr bool kSplitScales = false;
 
-  // The fp16 super-block scale is scattered over the top nibbles of the four scale words.
-  LOWBIT_HD static float super_scale(const uint8_t* scales) {
-    const uint32_t s0 = load_u16<2>(scales), s1 = load_u16<2>(scales + 2);
-    const uint32_t s2 = load_u16<2>(scales + 4), s3 = load_u16<2>(scales + 6);
+  // The fp16 super-block scale is scattered over the top nibbles of the four scale words
+  // (read as one 64-bit word: the scales sit 8-byte aligned).
+  LOWBIT_HD static float super_scale(uint64_t words) {
+    const uint32_t s0 = static_cast<uint32_t>(words) & 0xFFFFu, s1 = static_cast<uint32_t>(words >> 16) & 0xFFFFu;
+    const uint32_t s2 = static_cast<uint32_t>(words >> 32) & 0xFFFFu, s3 = static_cast<uint32_t>(words >> 48);
     const uint32_t bits = (s0 >> 12) | ((s1 >> 8) & 0x00F0u) | ((s2 >> 4) & 0x0F00u) | (s3 & 0xF000u);
     return fp16_to_float(static_cast<uint16_t>(bits));
   }
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
     const int ib = g >> 2, l = g & 3;
-    const uint8_t* scales = b.bytes + offsetof(Block, scales);
-    const uint32_t sc = load_u16<2>(scales + 2 * (ib >> 1));
-    const float dl = super_scale(scales) * static_cast<float>(2 * static_cast<int>((sc >> (6 * (ib & 1) + 3 * (l >> 1))) & 7u) + 1);
+    const uint64_t words = load_u64<kAlign>(b.bytes + offsetof(Block, scales));
+    const uint32_t sc = static_cast<uint32_t>(words >> (16 * (ib >> 1))) & 0xFFFFu;
+    const float dl = super_scale(words) * static_cast<float>(2 * static_cast<int>((sc >> (6 * (ib & 1) + 3 * (l >> 1))) & 7u) + 1);
     const uint32_t qh = b.bytes[offsetof(Block, qh) + 2 * ib + (l >> 1)];
     const uint32_t high = (l & 1) ? (qh << 4) : (qh << 8);
     const uint32_t index = b.bytes[offsetof(Block, qs) + g] | (high & 0x700u);
