@@ -9,17 +9,21 @@
 namespace lowbit {
 namespace {
 
-// MMVQ is at least as fast as dequantize + bf16 GEMM up to this many tokens.
+// MMVQ (in passes of kMmvqMaxTokens tokens) is faster than dequantize + bf16 GEMM up to this many
+// tokens.
 struct MmvqLimit {
   int compute_major;  // 0: any architecture
   QuantType type;     // QuantType{0}: any type
   int max_tokens;
 };
 
-// Measured: see benchmarks/NOTES.md ("dispatcher thresholds").
+// Measured: benchmarks/results/h200/dense-20261129-02d83ef.csv and benchmarks/NOTES.md
+// ("dispatcher thresholds").
 constexpr MmvqLimit kMmvqLimits[] = {
-    {9, QuantType{0}, 16},  // Hopper (H200): MMVQ beats dequant + cuBLAS through M = 16 for every type
-    {0, QuantType{0}, 8},   // not measured: stay where MMVQ is surely ahead
+    // H200: one pass beats dequant + cuBLAS by 2.1-2.8x at M = 16, two passes by 1.06-1.53x at
+    // M = 24 and 32, for every type; three passes (~1.5x the two-pass time) would lose.
+    {9, QuantType{0}, 32},
+    {0, QuantType{0}, 8},  // not measured: stay where one pass is surely ahead
 };
 
 }  // namespace
@@ -48,7 +52,7 @@ int mmvq_max_tokens(QuantType t, const DeviceFacts& device) {
   for (const MmvqLimit& l : kMmvqLimits) {
     const bool arch = l.compute_major == 0 || l.compute_major == device.compute_major;
     const bool type = l.type == QuantType{0} || l.type == t;
-    if (arch && type) return l.max_tokens < kMmvqMaxTokens ? l.max_tokens : kMmvqMaxTokens;
+    if (arch && type) return l.max_tokens;
   }
   return 1;
 }
@@ -62,9 +66,10 @@ DenseChoice select_dense(QuantType t, int64_t m, int64_t n, int64_t k, const Dev
   }
   const int limit = mmvq_max_tokens(t, device);
   if (m <= limit) {
+    const int64_t passes = (m + kMmvqMaxTokens - 1) / kMmvqMaxTokens;
     why << "M = " << m << " <= " << limit << " (measured MMVQ limit for " << type_name(t) << " on sm_"
-        << device.compute_major << device.compute_minor << "): one pass over the " << n << "x" << k
-        << " quantized weight";
+        << device.compute_major << device.compute_minor << "): " << passes << " pass" << (passes > 1 ? "es" : "")
+        << " over the " << n << "x" << k << " quantized weight";
     return {DenseKernel::kMmvq, why.str()};
   }
   why << "M = " << m << " > " << limit << ": decode to bf16 at memory speed, then cuBLAS bf16 GEMM (no MMQ yet)";

@@ -34,7 +34,8 @@ struct DenseChoice {
 
 DenseChoice select_dense(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device);
 
-// Largest M that MMVQ handles best for this type on this device (from measurements).
+// Largest M for which MMVQ (in passes of kMmvqMaxTokens) beats the alternatives for this type on
+// this device (from measurements).
 int mmvq_max_tokens(QuantType t, const DeviceFacts& device);
 
 }  // namespace lowbit
