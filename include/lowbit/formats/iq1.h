@@ -45,16 +45,10 @@ LOWBIT_HD MagnitudeGroup ternary_group(uint64_t grid_row, bool delta_negative, f
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::IQ1_S> {
-  using Block = BlockIq1s;
+struct FormatTraits<QuantType::IQ1_S>
+    : BlockFormat<QuantType::IQ1_S, BlockIq1s, 256, /*kAlign=*/2, Codebook::kIq1s> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::IQ1_S;
-  static constexpr Codebook kCodebook = Codebook::kIq1s;
   static constexpr const char* kName = "iq1_s";
-  static constexpr int kBlockElems = 256;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 2;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
     const int ib = g >> 2, l = g & 3;
@@ -67,16 +61,10 @@ struct FormatTraits<QuantType::IQ1_S> {
 };
 
 template <>
-struct FormatTraits<QuantType::IQ1_M> {
-  using Block = BlockIq1m;
+struct FormatTraits<QuantType::IQ1_M>
+    : BlockFormat<QuantType::IQ1_M, BlockIq1m, 256, /*kAlign=*/8, Codebook::kIq1s> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::IQ1_M;
-  static constexpr Codebook kCodebook = Codebook::kIq1s;
   static constexpr const char* kName = "iq1_m";
-  static constexpr int kBlockElems = 256;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 8;
-  static constexpr bool kSplitScales = false;
 
   // The fp16 super-block scale is scattered over the top nibbles of the four scale words
   // (read as one 64-bit word: the scales sit 8-byte aligned).

@@ -46,16 +46,10 @@ LOWBIT_HD MagnitudeGroup grid_group(uint64_t grid_row, uint32_t sign_bits, float
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::IQ2_XXS> {
-  using Block = BlockIq2xxs;
+struct FormatTraits<QuantType::IQ2_XXS>
+    : BlockFormat<QuantType::IQ2_XXS, BlockIq2xxs, 256, /*kAlign=*/2, Codebook::kIq2xxs> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::IQ2_XXS;
-  static constexpr Codebook kCodebook = Codebook::kIq2xxs;
   static constexpr const char* kName = "iq2_xxs";
-  static constexpr int kBlockElems = 256;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 2;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
     const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
@@ -68,16 +62,10 @@ struct FormatTraits<QuantType::IQ2_XXS> {
 };
 
 template <>
-struct FormatTraits<QuantType::IQ2_XS> {
-  using Block = BlockIq2xs;
+struct FormatTraits<QuantType::IQ2_XS>
+    : BlockFormat<QuantType::IQ2_XS, BlockIq2xs, 256, /*kAlign=*/2, Codebook::kIq2xs> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::IQ2_XS;
-  static constexpr Codebook kCodebook = Codebook::kIq2xs;
   static constexpr const char* kName = "iq2_xs";
-  static constexpr int kBlockElems = 256;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 2;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
     const uint32_t q = load_u16<2>(b.bytes + offsetof(Block, qs) + 2 * g);
@@ -89,16 +77,10 @@ struct FormatTraits<QuantType::IQ2_XS> {
 };
 
 template <>
-struct FormatTraits<QuantType::IQ2_S> {
-  using Block = BlockIq2s;
+struct FormatTraits<QuantType::IQ2_S>
+    : BlockFormat<QuantType::IQ2_S, BlockIq2s, 256, /*kAlign=*/2, Codebook::kIq2s> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::IQ2_S;
-  static constexpr Codebook kCodebook = Codebook::kIq2s;
   static constexpr const char* kName = "iq2_s";
-  static constexpr int kBlockElems = 256;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 2;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
     const int ib = g >> 2, l = g & 3;

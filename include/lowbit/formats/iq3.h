@@ -32,16 +32,10 @@ LOWBIT_HD MagnitudeGroup grid_pair_group(uint32_t row0, uint32_t row1, uint32_t 
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::IQ3_XXS> {
-  using Block = BlockIq3xxs;
+struct FormatTraits<QuantType::IQ3_XXS>
+    : BlockFormat<QuantType::IQ3_XXS, BlockIq3xxs, 256, /*kAlign=*/2, Codebook::kIq3xxs> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::IQ3_XXS;
-  static constexpr Codebook kCodebook = Codebook::kIq3xxs;
   static constexpr const char* kName = "iq3_xxs";
-  static constexpr int kBlockElems = 256;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 2;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
     const int ib = g >> 2, l = g & 3;
@@ -55,16 +49,10 @@ struct FormatTraits<QuantType::IQ3_XXS> {
 };
 
 template <>
-struct FormatTraits<QuantType::IQ3_S> {
-  using Block = BlockIq3s;
+struct FormatTraits<QuantType::IQ3_S>
+    : BlockFormat<QuantType::IQ3_S, BlockIq3s, 256, /*kAlign=*/2, Codebook::kIq3s> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::IQ3_S;
-  static constexpr Codebook kCodebook = Codebook::kIq3s;
   static constexpr const char* kName = "iq3_s";
-  static constexpr int kBlockElems = 256;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 2;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
     const int ib = g >> 2, l = g & 3;

@@ -71,16 +71,10 @@ LOWBIT_HD MagnitudeGroup iq4nl_group(const uint8_t* qs, int g, float scale) {
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::IQ4_NL> {
-  using Block = BlockIq4nl;
+struct FormatTraits<QuantType::IQ4_NL>
+    : BlockFormat<QuantType::IQ4_NL, BlockIq4nl, 32, /*kAlign=*/2, Codebook::kNone> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::IQ4_NL;
-  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "iq4_nl";
-  static constexpr int kBlockElems = 32;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 2;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
     const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
@@ -89,16 +83,10 @@ struct FormatTraits<QuantType::IQ4_NL> {
 };
 
 template <>
-struct FormatTraits<QuantType::IQ4_XS> {
-  using Block = BlockIq4xs;
+struct FormatTraits<QuantType::IQ4_XS>
+    : BlockFormat<QuantType::IQ4_XS, BlockIq4xs, 256, /*kAlign=*/8, Codebook::kNone> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::IQ4_XS;
-  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "iq4_xs";
-  static constexpr int kBlockElems = 256;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 8;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
     const int ib = g >> 2;

@@ -39,16 +39,10 @@ LOWBIT_HD void int8_word(uint32_t w, uint32_t& mag, uint32_t& neg) {
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::Q8_0> {
-  using Block = BlockQ8_0;
+struct FormatTraits<QuantType::Q8_0>
+    : BlockFormat<QuantType::Q8_0, BlockQ8_0, 32, /*kAlign=*/2, Codebook::kNone> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::Q8_0;
-  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "q8_0";
-  static constexpr int kBlockElems = 32;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 2;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
     const uint8_t* qs = b.bytes + offsetof(Block, qs) + 8 * g;
@@ -71,16 +65,10 @@ LOWBIT_HD void offset16_word(uint32_t u, uint32_t& mag, uint32_t& neg) {
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::Q5_0> {
-  using Block = BlockQ5_0;
+struct FormatTraits<QuantType::Q5_0>
+    : BlockFormat<QuantType::Q5_0, BlockQ5_0, 32, /*kAlign=*/2, Codebook::kNone> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::Q5_0;
-  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "q5_0";
-  static constexpr int kBlockElems = 32;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 2;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
     const uint32_t qh = load_u32<2>(b.bytes + offsetof(Block, qh));

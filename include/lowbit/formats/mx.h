@@ -43,16 +43,10 @@ LOWBIT_HD void e2m1_word(uint32_t codes, uint32_t& mag, uint32_t& neg) {
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::MXFP4> {
-  using Block = BlockMxfp4;
+struct FormatTraits<QuantType::MXFP4>
+    : BlockFormat<QuantType::MXFP4, BlockMxfp4, 32, /*kAlign=*/1, Codebook::kNone> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::MXFP4;
-  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "mxfp4";
-  static constexpr int kBlockElems = 32;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 1;
-  static constexpr bool kSplitScales = false;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
     const uint8_t* p = b.bytes + offsetof(Block, qs) + 8 * (g & 1);
@@ -66,16 +60,10 @@ struct FormatTraits<QuantType::MXFP4> {
 };
 
 template <>
-struct FormatTraits<QuantType::MXFP8_E4M3> {
-  using Block = BlockMxfp8Elements;
+struct FormatTraits<QuantType::MXFP8_E4M3>
+    : BlockFormat<QuantType::MXFP8_E4M3, BlockMxfp8Elements, kMxBlock, /*kAlign=*/16, Codebook::kNone, /*kSplitScales=*/true> {
   using Group = Fp8Group;
-  static constexpr QuantType kType = QuantType::MXFP8_E4M3;
-  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "mxfp8_e4m3";
-  static constexpr int kBlockElems = kMxBlock;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 16;
-  static constexpr bool kSplitScales = true;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
     Fp8Group r;
@@ -87,16 +75,10 @@ struct FormatTraits<QuantType::MXFP8_E4M3> {
 };
 
 template <>
-struct FormatTraits<QuantType::MXFP4_SPLIT> {
-  using Block = BlockMxfp4Elements;
+struct FormatTraits<QuantType::MXFP4_SPLIT>
+    : BlockFormat<QuantType::MXFP4_SPLIT, BlockMxfp4Elements, kMxBlock, /*kAlign=*/16, Codebook::kNone, /*kSplitScales=*/true> {
   using Group = MagnitudeGroup;
-  static constexpr QuantType kType = QuantType::MXFP4_SPLIT;
-  static constexpr Codebook kCodebook = Codebook::kNone;
   static constexpr const char* kName = "mxfp4_split";
-  static constexpr int kBlockElems = kMxBlock;
-  static constexpr int kBlockBytes = sizeof(Block);
-  static constexpr int kAlign = 16;
-  static constexpr bool kSplitScales = true;
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
     const uint32_t w = load_u32<4>(b.bytes + 4 * g);

@@ -1,9 +1,10 @@
 // The traits template every format specializes, and the list of weight types kernels iterate.
 //
-// A FormatTraits<T> specialization holds: Block (the struct whose layout IS the format, size
-// static_assert'ed), kName, kBlockElems, kBlockBytes, kAlign (alignment of a block start when the
-// tensor base is 16-byte aligned), kSplitScales, kCodebook (the grid table it reads), Group (the
-// decoded form) and
+// A FormatTraits<T> specialization derives from BlockFormat, which states the facts taken from the
+// block struct whose layout IS the format (Block, its size static_assert'ed where it is defined;
+// kBlockElems, kBlockBytes, kAlign: alignment of a block start when the tensor base is 16-byte
+// aligned; kCodebook: the grid table it reads; kSplitScales), and adds kName, Group (the decoded
+// form) and
 //   static Group decode_group(BlockRef block, int g, const Codebooks& cb)
 // decoding weights [8g, 8g + 8) of the block. Adding a format means one specialization and its
 // decode primitive; the CPU reference and every kernel are templates over these traits.
@@ -16,6 +17,19 @@ namespace lowbit {
 
 template <QuantType T>
 struct FormatTraits;  // specialized in the family headers
+
+// The facts every specialization states, from its block struct: a specialization derives from
+// BlockFormat and adds kName, Group and decode_group.
+template <QuantType T, class BlockT, int kElems, int kAlignBytes, Codebook kBook, bool kSplit = false>
+struct BlockFormat {
+  using Block = BlockT;
+  static constexpr QuantType kType = T;
+  static constexpr int kBlockElems = kElems;
+  static constexpr int kBlockBytes = static_cast<int>(sizeof(BlockT));
+  static constexpr int kAlign = kAlignBytes;
+  static constexpr Codebook kCodebook = kBook;
+  static constexpr bool kSplitScales = kSplit;
+};
 
 inline constexpr int kGroupElems = 8;  // every decode primitive yields eight consecutive weights
 
