@@ -4,7 +4,6 @@
 
 #include "composite.h"
 #include "lowbit/cpu.h"
-#include "lowbit/cuda_limits.h"
 #include "op_plans.h"
 
 namespace lowbit::torch_ops {

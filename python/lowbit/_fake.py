@@ -10,22 +10,13 @@ from typing import Optional, Sequence
 
 import torch
 
-from ._types import QuantType, as_quant_type
-
-# (elements, bytes) per block of each weight type's weight/elements tensor
-_BLOCK: dict[QuantType, tuple[int, int]] = {}
-
+from ._types import QuantType, as_quant_type, block_layout
 
 def _block(qtype: int, arg: str = "qtype") -> tuple[QuantType, int, int]:
-    if not _BLOCK:
-        from . import _C
-
-        for t in _C.types():
-            _BLOCK[QuantType(t["id"])] = (t["block_elems"], t["block_bytes"])
     q = as_quant_type(qtype, arg)
     if q is QuantType.Q8_1:
         raise ValueError(f"{arg}: q8_1 is an activation format, not a weight type")
-    elems, nbytes = _BLOCK[q]
+    elems, nbytes = block_layout(q, arg)
     return q, elems, nbytes
 
 

@@ -56,3 +56,17 @@ def as_quant_type(qtype: QTypeLike, arg: str = "qtype") -> QuantType:
             known = ", ".join(t.type_name for t in QuantType)
             raise ValueError(f"{arg}: unknown quant type name {qtype!r} (known: {known})") from None
     raise TypeError(f"{arg}: expected a QuantType, name or int id, got {type(qtype).__name__}")
+
+
+_LAYOUTS: dict[QuantType, tuple[int, int]] = {}
+
+
+def block_layout(qtype: QTypeLike, arg: str = "qtype") -> tuple[int, int]:
+    """(elements, bytes) of one block of `qtype` (bytes of the elements tensor for split MX types),
+    read from the C++ core's type table, the one definition of the formats."""
+    if not _LAYOUTS:
+        from . import _C
+
+        for t in _C.types():
+            _LAYOUTS[QuantType(t["id"])] = (t["block_elems"], t["block_bytes"])
+    return _LAYOUTS[as_quant_type(qtype, arg)]

@@ -10,25 +10,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._types import SPLIT_MX_TYPES, QuantType
+from ._types import SPLIT_MX_TYPES, WEIGHT_TYPES, QuantType, block_layout
 
 # (elements, bytes) of a block; for split MX types, bytes of the elements tensor
-BLOCK: dict[QuantType, tuple[int, int]] = {
-    QuantType.Q5_0: (32, 22),
-    QuantType.Q8_0: (32, 34),
-    QuantType.IQ2_XXS: (256, 66),
-    QuantType.IQ2_XS: (256, 74),
-    QuantType.IQ3_XXS: (256, 98),
-    QuantType.IQ1_S: (256, 50),
-    QuantType.IQ4_NL: (32, 18),
-    QuantType.IQ3_S: (256, 110),
-    QuantType.IQ2_S: (256, 82),
-    QuantType.IQ4_XS: (256, 136),
-    QuantType.IQ1_M: (256, 56),
-    QuantType.MXFP4: (32, 17),
-    QuantType.MXFP8_E4M3: (32, 32),
-    QuantType.MXFP4_SPLIT: (32, 16),
-}
+BLOCK: dict[QuantType, tuple[int, int]] = {t: block_layout(t) for t in WEIGHT_TYPES}
 # GGUF types whose fp16 super-block scale sits in bytes 0..1 of the block
 _FP16_D_AT_0 = {
     QuantType.Q5_0,
