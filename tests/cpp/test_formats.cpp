@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "lowbit/error.h"
 #include "lowbit/formats/all.h"
@@ -132,6 +133,58 @@ TEST(BytePerm, HostMatchesPrmtSemantics) {
   EXPECT_EQ(byte_perm(0x03020100u, 0x07060504u, 0x7531u), 0x07050301u);
   EXPECT_EQ(byte_perm(0x00000080u, 0u, 0x4448u), 0x000000FFu);  // sign replicate
   EXPECT_EQ(spread_sign_bits4(0b1010u), 0x80008000u);
+}
+
+// The int8 form (decode_i8 * scale_i8) yields the same float as decode_group for every weight of
+// random blocks (random bytes, so every code, sign and scale pattern appears), in the format's order.
+template <class Traits>
+void expect_int8_form_matches(std::mt19937& rng) {
+  if constexpr (HasInt8<Traits>::value) {
+    const Codebooks cb = host_codebooks();
+    std::vector<uint8_t> bytes(Traits::kBlockBytes);
+    for (int trial = 0; trial < 2000; ++trial) {
+      for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+      const BlockRef block{bytes.data(), static_cast<uint8_t>(rng() % 254)};  // split scale: finite
+      float ref[Traits::kBlockElems];
+      for (int g = 0; g < Traits::kBlockElems / kGroupElems; ++g)
+        decode_group_f32<Traits>(block, g, cb, ref + kGroupElems * g);
+      for (int g = 0; g < Traits::kBlockElems / kGroupElems; ++g) {
+        const Int8Group q = Traits::decode_i8(block, g, cb);
+        for (int j = 0; j < 8; ++j) {
+          const int e = i8_element(Traits::kI8Order, g, j);
+          const auto v = static_cast<int8_t>(group_byte(q.q, j));
+          const float got = Traits::scale_i8(block, e / Traits::kI8ScaleElems) * static_cast<float>(v);
+          if (std::isnan(ref[e])) {
+            ASSERT_TRUE(std::isnan(got)) << Traits::kName << " element " << e;
+          } else {
+            ASSERT_EQ(got, ref[e]) << Traits::kName << " element " << e << " int8 " << int{v};
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Int8Form, EqualsTheFloatDecodeForEveryIntegerFormat) {
+  std::mt19937 rng(std::random_device{}());
+  int formats = 0;
+#define LOWBIT_CHECK_INT8(Name)                                            \
+  expect_int8_form_matches<FormatTraits<QuantType::Name>>(rng);            \
+  formats += HasInt8<FormatTraits<QuantType::Name>>::value ? 1 : 0;
+  LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_INT8)
+#undef LOWBIT_CHECK_INT8
+  EXPECT_EQ(formats, 13);  // every weight type but MXFP8 (E4M3 values are not integers)
+}
+
+TEST(Int8Form, ElementOrdersArePermutations) {
+  for (I8Order order : {I8Order::kContiguous, I8Order::kNibbleInterleaved}) {
+    std::vector<int> seen(32, 0);
+    for (int g = 0; g < 4; ++g)
+      for (int j = 0; j < 8; ++j) ++seen.at(static_cast<size_t>(i8_element(order, g, j)));
+    for (int c : seen) EXPECT_EQ(c, 1);
+  }
+  EXPECT_EQ(i8_element(I8Order::kNibbleInterleaved, 1, 1), 20);  // high nibble of byte 4
+  EXPECT_EQ(i8_element(I8Order::kNibbleInterleaved, 5, 6), 32 + 7);
 }
 
 }  // namespace

@@ -128,7 +128,9 @@ LOWBIT_HD float e4m3_to_float(uint8_t v) {
 // nibble with bit 3 set replicates that byte's sign bit instead (PTX prmt default mode).
 LOWBIT_HD uint32_t byte_perm(uint32_t lo, uint32_t hi, uint32_t selector) {
 #if defined(__CUDA_ARCH__)
-  return __byte_perm(lo, hi, selector);
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(selector));
+  return r;
 #else
   const uint64_t v = (static_cast<uint64_t>(hi) << 32) | lo;
   uint32_t r = 0;
@@ -268,8 +270,65 @@ struct BlockRef {
 // Which grid codebook a format decodes through (at most one each).
 enum class Codebook : int { kNone, kIq2xxs, kIq2xs, kIq2s, kIq3xxs, kIq3s, kIq1s };
 
+// ---------------------------------------------------------------------------------------------
+// The int8 form: what the integer kernels multiply
+// ---------------------------------------------------------------------------------------------
+
+// Eight weights as signed int8 (byte i of word i/4), to be multiplied by the scale of their
+// scale group (FormatTraits::scale_i8). Which eight weights a group holds is the format's
+// I8Order; the activations are gathered in the same order.
+struct Int8Group {
+  uint32_t q[2];
+};
+
+enum class I8Order : int {
+  kContiguous,         // group g: weights 8g .. 8g + 7 of the block
+  kNibbleInterleaved,  // group g = 4r + t of a 32-weight nibble run r (low nibble j, high j + 16):
+                       // weights 32r + {4t, 4t+16, 4t+1, 4t+17 | 4t+2, 4t+18, 4t+3, 4t+19}
+};
+
+// Index in the block of byte j (0..7) of int8 group g.
+LOWBIT_HD int i8_element(I8Order order, int g, int j) {
+  if (order == I8Order::kContiguous) return 8 * g + j;
+  const int run = g >> 2, t = g & 3;
+  return 32 * run + 4 * t + 2 * (j >> 2) + ((j >> 1) & 1) + 16 * (j & 1);
+}
+
+// Sign bytes of eight weights as masks: m bytes 0xFF where bit i of the sign byte is set, one
+// bytes 0x01 there. (mag ^ m) + one negates exactly those bytes (mag >= 1 there: no carries).
+struct SignMask {
+  uint32_t m[2];
+  uint32_t one[2];
+};
+
+LOWBIT_HD SignMask make_sign_mask(uint32_t signs) {
+  SignMask r{};
+LOWBIT_UNROLL
+  for (int i = 0; i < 8; ++i) {
+    if ((signs >> i) & 1u) {
+      r.m[i >> 2] |= 0xFFu << (8 * (i & 3));
+      r.one[i >> 2] |= 0x01u << (8 * (i & 3));
+    }
+  }
+  return r;
+}
+
+LOWBIT_HD Int8Group apply_signs(uint32_t mag0, uint32_t mag1, const SignMask& s) {
+  return Int8Group{{(mag0 ^ s.m[0]) + s.one[0], (mag1 ^ s.m[1]) + s.one[1]}};
+}
+
+// A row of the ternary IQ1 grid (int8 -1/0/1 bytes) as eight nibbles grid + 1, element i in
+// nibble i: each half is a ready byte_perm selector into a 3-entry value table.
+LOWBIT_HD uint32_t pack_ternary_row(uint64_t row) {
+  uint32_t r = 0;
+LOWBIT_UNROLL
+  for (int i = 0; i < 8; ++i) r |= ((static_cast<uint32_t>(row >> (8 * i)) + 1u) & 0xFu) << (4 * i);
+  return r;
+}
+
 // The I-quant codebooks, wherever they live (host tables, device global or shared memory).
-// A kernel fills only the pointers its type uses.
+// A kernel fills only the pointers its type uses. sign_masks (256 entries, indexed by a sign
+// byte) and iq1s_packed (pack_ternary_row of each iq1s row) serve the int8 decoders.
 struct Codebooks {
   const uint64_t* iq2xxs_grid = nullptr;
   const uint64_t* iq2xs_grid = nullptr;
@@ -277,6 +336,8 @@ struct Codebooks {
   const uint32_t* iq3xxs_grid = nullptr;
   const uint32_t* iq3s_grid = nullptr;
   const uint64_t* iq1s_grid = nullptr;
+  const SignMask* sign_masks = nullptr;
+  const uint32_t* iq1s_packed = nullptr;
 };
 
 }  // namespace lowbit
@@ -295,5 +356,23 @@ LOWBIT_HD uint32_t nonzero_bytes(uint32_t bytes) { return (bytes + 0x7F7F7F7Fu) 
 
 // Per-byte 0xFF where the byte has 0x80 set.
 LOWBIT_HD uint32_t expand_sign_bytes(uint32_t bytes) { return ((bytes >> 7) & 0x01010101u) * 0xFFu; }
+
+// Any decoded magnitude group as int8 (sign bytes are 0 where the magnitude is 0: no carries).
+LOWBIT_HD Int8Group int8_from_magnitudes(const MagnitudeGroup& g) {
+  const uint32_t one0 = g.neg[0] >> 7, one1 = g.neg[1] >> 7;
+  return Int8Group{{(g.mag[0] ^ (one0 * 0xFFu)) + one0, (g.mag[1] ^ (one1 * 0xFFu)) + one1}};
+}
+
+// Eight packed nibbles (a 32-bit word) looked up in a 16-entry int8 table held as four words.
+// Byte i of the result pair is the entry of nibble i: q[0] from nibbles 0..3, q[1] from 4..7.
+// The low and high halves of the table are looked up with bit 3 cleared, then picked per byte.
+LOWBIT_HD Int8Group nibble_lookup_i8(uint32_t w, uint32_t t0, uint32_t t1, uint32_t t2, uint32_t t3) {
+  const uint32_t sel = w & 0x77777777u;
+  const uint32_t pick = ((w >> 1) & 0x44444444u) | 0x32103210u;  // byte i of lo, or of hi (i + 4)
+  Int8Group r;
+  r.q[0] = byte_perm(byte_perm(t0, t1, sel), byte_perm(t2, t3, sel), pick);
+  r.q[1] = byte_perm(byte_perm(t0, t1, sel >> 16), byte_perm(t2, t3, sel >> 16), pick >> 16);
+  return r;
+}
 
 }  // namespace lowbit

@@ -42,11 +42,19 @@ LOWBIT_HD MagnitudeGroup ternary_group(uint64_t grid_row, bool delta_negative, f
   r.scale = dl * 0.125f;
   return r;
 }
+
+// int8 8 * grid + delta from a packed row (pack_ternary_row): nibble c = grid + 1 selects from
+// {-7, 1, 9} (delta +1/8) or {-9, -1, 7} (delta -1/8).
+LOWBIT_HD Int8Group ternary_i8(uint32_t packed, bool delta_negative) {
+  const uint32_t values = delta_negative ? 0x0007FFF7u : 0x000901F9u;
+  return Int8Group{{byte_perm(values, 0, packed), byte_perm(values, 0, packed >> 16)}};
+}
 }  // namespace detail
 
 template <>
 struct FormatTraits<QuantType::IQ1_S>
-    : BlockFormat<QuantType::IQ1_S, BlockIq1s, 256, /*kAlign=*/2, Codebook::kIq1s> {
+    : BlockFormat<QuantType::IQ1_S, BlockIq1s, 256, /*kAlign=*/2, Codebook::kIq1s>,
+      Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq1_s";
 
@@ -58,11 +66,25 @@ struct FormatTraits<QuantType::IQ1_S>
     const float dl = d * static_cast<float>(2 * static_cast<int>((qh >> 12) & 7u) + 1);
     return detail::ternary_group(cb.iq1s_grid[index], (qh & 0x8000u) != 0, dl);
   }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    const int ib = g >> 2, l = g & 3;
+    const uint32_t qh = load_u16<2>(b.bytes + offsetof(Block, qh) + 2 * ib);
+    const uint32_t index = b.bytes[offsetof(Block, qs) + g] | (((qh >> (3 * l)) & 7u) << 8);
+    return detail::ternary_i8(cb.iq1s_packed[index], (qh & 0x8000u) != 0);
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int s) {
+    const uint32_t qh = load_u16<2>(b.bytes + offsetof(Block, qh) + 2 * s);
+    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+    return d * static_cast<float>(2 * static_cast<int>((qh >> 12) & 7u) + 1) * 0.125f;
+  }
 };
 
 template <>
 struct FormatTraits<QuantType::IQ1_M>
-    : BlockFormat<QuantType::IQ1_M, BlockIq1m, 256, /*kAlign=*/8, Codebook::kIq1s> {
+    : BlockFormat<QuantType::IQ1_M, BlockIq1m, 256, /*kAlign=*/8, Codebook::kIq1s>,
+      Int8Form<I8Order::kContiguous, 16> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq1_m";
 
@@ -85,6 +107,20 @@ struct FormatTraits<QuantType::IQ1_M>
     const uint32_t index = b.bytes[offsetof(Block, qs) + g] | (high & 0x700u);
     const bool delta_negative = (qh & ((l & 1) ? 0x80u : 0x08u)) != 0;
     return detail::ternary_group(cb.iq1s_grid[index], delta_negative, dl);
+  }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    const int ib = g >> 2, l = g & 3;
+    const uint32_t qh = b.bytes[offsetof(Block, qh) + 2 * ib + (l >> 1)];
+    const uint32_t high = (l & 1) ? (qh << 4) : (qh << 8);
+    const uint32_t index = b.bytes[offsetof(Block, qs) + g] | (high & 0x700u);
+    return detail::ternary_i8(cb.iq1s_packed[index], (qh & ((l & 1) ? 0x80u : 0x08u)) != 0);
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group
+    const uint64_t words = load_u64<kAlign>(b.bytes + offsetof(Block, scales));
+    const uint32_t s3 = static_cast<uint32_t>(words >> (16 * (s >> 2) + 6 * ((s >> 1) & 1) + 3 * (s & 1))) & 7u;
+    return super_scale(words) * static_cast<float>(2 * static_cast<int>(s3) + 1) * 0.125f;
   }
 };
 

@@ -47,7 +47,8 @@ LOWBIT_HD MagnitudeGroup grid_group(uint64_t grid_row, uint32_t sign_bits, float
 
 template <>
 struct FormatTraits<QuantType::IQ2_XXS>
-    : BlockFormat<QuantType::IQ2_XXS, BlockIq2xxs, 256, /*kAlign=*/2, Codebook::kIq2xxs> {
+    : BlockFormat<QuantType::IQ2_XXS, BlockIq2xxs, 256, /*kAlign=*/2, Codebook::kIq2xxs>,
+      Int8Form<I8Order::kContiguous, 32, /*kSignMasks=*/true> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_xxs";
 
@@ -59,11 +60,25 @@ struct FormatTraits<QuantType::IQ2_XXS>
     return detail::grid_group(cb.iq2xxs_grid[sub[l]], ksigns_iq2xs((aux >> (7 * l)) & 127u),
                               detail::iq2_scale(d, aux >> 28));
   }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
+    const int l = g & 3;
+    const uint64_t mag = cb.iq2xxs_grid[sub[l]];
+    const SignMask& s = cb.sign_masks[ksigns_iq2xs((load_u32<2>(sub + 4) >> (7 * l)) & 127u)];
+    return apply_signs(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32), s);
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int s) {
+    const uint32_t aux = load_u32<2>(b.bytes + offsetof(Block, qs) + 8 * s + 4);
+    return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))), aux >> 28);
+  }
 };
 
 template <>
 struct FormatTraits<QuantType::IQ2_XS>
-    : BlockFormat<QuantType::IQ2_XS, BlockIq2xs, 256, /*kAlign=*/2, Codebook::kIq2xs> {
+    : BlockFormat<QuantType::IQ2_XS, BlockIq2xs, 256, /*kAlign=*/2, Codebook::kIq2xs>,
+      Int8Form<I8Order::kContiguous, 16, /*kSignMasks=*/true> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_xs";
 
@@ -74,11 +89,23 @@ struct FormatTraits<QuantType::IQ2_XS>
     return detail::grid_group(cb.iq2xs_grid[q & 511u], ksigns_iq2xs(q >> 9),
                               detail::iq2_scale(d, (sc >> (4 * ((g & 3) >> 1))) & 0xFu));
   }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    const uint32_t q = load_u16<2>(b.bytes + offsetof(Block, qs) + 2 * g);
+    const uint64_t mag = cb.iq2xs_grid[q & 511u];
+    return apply_signs(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32), cb.sign_masks[ksigns_iq2xs(q >> 9)]);
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group
+    const uint32_t sc = b.bytes[offsetof(Block, scales) + (s >> 1)];
+    return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))), (sc >> (4 * (s & 1))) & 0xFu);
+  }
 };
 
 template <>
 struct FormatTraits<QuantType::IQ2_S>
-    : BlockFormat<QuantType::IQ2_S, BlockIq2s, 256, /*kAlign=*/2, Codebook::kIq2s> {
+    : BlockFormat<QuantType::IQ2_S, BlockIq2s, 256, /*kAlign=*/2, Codebook::kIq2s>,
+      Int8Form<I8Order::kContiguous, 16, /*kSignMasks=*/true> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_s";
 
@@ -90,6 +117,19 @@ struct FormatTraits<QuantType::IQ2_S>
     const uint32_t sc = b.bytes[offsetof(Block, scales) + ib];
     const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
     return detail::grid_group(cb.iq2s_grid[index], signs, detail::iq2_scale(d, (sc >> (4 * (l >> 1))) & 0xFu));
+  }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    const uint32_t qh = b.bytes[offsetof(Block, qh) + (g >> 2)];
+    const uint32_t index = b.bytes[offsetof(Block, qs) + g] | ((qh << (8 - 2 * (g & 3))) & 0x300u);
+    const uint64_t mag = cb.iq2s_grid[index];
+    return apply_signs(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32),
+                       cb.sign_masks[b.bytes[offsetof(Block, qs) + 32 + g]]);
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group
+    const uint32_t sc = b.bytes[offsetof(Block, scales) + (s >> 1)];
+    return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))), (sc >> (4 * (s & 1))) & 0xFu);
   }
 };
 

@@ -49,6 +49,13 @@ LOWBIT_HD void iq4nl_word(uint32_t nibbles, uint32_t& mag, uint32_t& neg) {
   neg = ~(nibbles << 4) & 0x80808080u;
 }
 
+// The codebook as signed bytes, for nibble_lookup_i8.
+inline constexpr uint32_t kIq4nlI8[4] = {
+    codebook::table_word(codebook::kKvaluesIq4nl, 0), codebook::table_word(codebook::kKvaluesIq4nl, 1),
+    codebook::table_word(codebook::kKvaluesIq4nl, 2), codebook::table_word(codebook::kKvaluesIq4nl, 3)};
+
+LOWBIT_HD Int8Group iq4nl_i8(uint32_t w) { return nibble_lookup_i8(w, kIq4nlI8[0], kIq4nlI8[1], kIq4nlI8[2], kIq4nlI8[3]); }
+
 // Group g of a 32-weight nibble run at `qs`: weights 8g..8g+7 (bytes 8(g&1).., nibble g>>1).
 template <int kAlign>
 LOWBIT_HD void nibble_run_words(const uint8_t* qs, int g, uint32_t& w0, uint32_t& w1) {
@@ -72,7 +79,8 @@ LOWBIT_HD MagnitudeGroup iq4nl_group(const uint8_t* qs, int g, float scale) {
 
 template <>
 struct FormatTraits<QuantType::IQ4_NL>
-    : BlockFormat<QuantType::IQ4_NL, BlockIq4nl, 32, /*kAlign=*/2, Codebook::kNone> {
+    : BlockFormat<QuantType::IQ4_NL, BlockIq4nl, 32, /*kAlign=*/2, Codebook::kNone>,
+      Int8Form<I8Order::kNibbleInterleaved, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq4_nl";
 
@@ -80,22 +88,38 @@ struct FormatTraits<QuantType::IQ4_NL>
     const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
     return detail::iq4nl_group<2>(b.bytes + offsetof(Block, qs), g, d);
   }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks&) {
+    return detail::iq4nl_i8(load_u32<2>(b.bytes + offsetof(Block, qs) + 4 * g));
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int) { return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))); }
 };
 
 template <>
 struct FormatTraits<QuantType::IQ4_XS>
-    : BlockFormat<QuantType::IQ4_XS, BlockIq4xs, 256, /*kAlign=*/8, Codebook::kNone> {
+    : BlockFormat<QuantType::IQ4_XS, BlockIq4xs, 256, /*kAlign=*/8, Codebook::kNone>,
+      Int8Form<I8Order::kNibbleInterleaved, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq4_xs";
 
-  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
-    const int ib = g >> 2;
+  // d * (ls - 32) of 32-weight sub-block ib
+  LOWBIT_HD static float sub_scale(BlockRef b, int ib) {
     const uint32_t scales_h = load_u16<8>(b.bytes + offsetof(Block, scales_h));
     const uint32_t low = (b.bytes[offsetof(Block, scales_l) + (ib >> 1)] >> (4 * (ib & 1))) & 0xFu;
     const int ls = static_cast<int>(low | (((scales_h >> (2 * ib)) & 3u) << 4));
-    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<8>(b.bytes)));
-    return detail::iq4nl_group<8>(b.bytes + offsetof(Block, qs) + 16 * ib, g & 3, d * static_cast<float>(ls - 32));
+    return fp16_to_float(static_cast<uint16_t>(load_u16<8>(b.bytes))) * static_cast<float>(ls - 32);
   }
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
+    return detail::iq4nl_group<8>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2), g & 3, sub_scale(b, g >> 2));
+  }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks&) {
+    return detail::iq4nl_i8(load_u32<4>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 4 * (g & 3)));
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int s) { return sub_scale(b, s); }
 };
 
 }  // namespace lowbit

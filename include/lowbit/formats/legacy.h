@@ -40,7 +40,8 @@ LOWBIT_HD void int8_word(uint32_t w, uint32_t& mag, uint32_t& neg) {
 
 template <>
 struct FormatTraits<QuantType::Q8_0>
-    : BlockFormat<QuantType::Q8_0, BlockQ8_0, 32, /*kAlign=*/2, Codebook::kNone> {
+    : BlockFormat<QuantType::Q8_0, BlockQ8_0, 32, /*kAlign=*/2, Codebook::kNone>,
+      Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "q8_0";
 
@@ -52,6 +53,13 @@ struct FormatTraits<QuantType::Q8_0>
     r.scale = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
     return r;
   }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks&) {
+    const uint8_t* qs = b.bytes + offsetof(Block, qs) + 8 * g;
+    return Int8Group{{load_u32<2>(qs), load_u32<2>(qs + 4)}};
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int) { return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))); }
 };
 
 namespace detail {
@@ -66,7 +74,8 @@ LOWBIT_HD void offset16_word(uint32_t u, uint32_t& mag, uint32_t& neg) {
 
 template <>
 struct FormatTraits<QuantType::Q5_0>
-    : BlockFormat<QuantType::Q5_0, BlockQ5_0, 32, /*kAlign=*/2, Codebook::kNone> {
+    : BlockFormat<QuantType::Q5_0, BlockQ5_0, 32, /*kAlign=*/2, Codebook::kNone>,
+      Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "q5_0";
 
@@ -83,6 +92,12 @@ struct FormatTraits<QuantType::Q5_0>
     r.scale = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
     return r;
   }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    return int8_from_magnitudes(decode_group(b, g, cb));
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int) { return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))); }
 };
 
 }  // namespace lowbit

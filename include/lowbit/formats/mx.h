@@ -40,11 +40,19 @@ LOWBIT_HD void e2m1_word(uint32_t codes, uint32_t& mag, uint32_t& neg) {
   mag = byte_perm(kE2m1Mag2Lo, kE2m1Mag2Hi, nibble_selector(codes));
   neg = (codes << 4) & nonzero_bytes(codes & 0x07070707u) & 0x80808080u;
 }
+
+// Doubled E2M1 values as signed bytes (ggml's kvalues_mxfp4), for nibble_lookup_i8.
+inline constexpr uint32_t kE2m1I8[4] = {
+    codebook::table_word(codebook::kKvaluesMxfp4, 0), codebook::table_word(codebook::kKvaluesMxfp4, 1),
+    codebook::table_word(codebook::kKvaluesMxfp4, 2), codebook::table_word(codebook::kKvaluesMxfp4, 3)};
+
+LOWBIT_HD Int8Group e2m1_i8(uint32_t w) { return nibble_lookup_i8(w, kE2m1I8[0], kE2m1I8[1], kE2m1I8[2], kE2m1I8[3]); }
 }  // namespace detail
 
 template <>
 struct FormatTraits<QuantType::MXFP4>
-    : BlockFormat<QuantType::MXFP4, BlockMxfp4, 32, /*kAlign=*/1, Codebook::kNone> {
+    : BlockFormat<QuantType::MXFP4, BlockMxfp4, 32, /*kAlign=*/1, Codebook::kNone>,
+      Int8Form<I8Order::kNibbleInterleaved, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "mxfp4";
 
@@ -57,6 +65,12 @@ struct FormatTraits<QuantType::MXFP4>
     r.scale = e8m0_to_float_half_ggml(b.bytes[offsetof(Block, e)]);
     return r;
   }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks&) {
+    return detail::e2m1_i8(load_u32<1>(b.bytes + offsetof(Block, qs) + 4 * g));
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int) { return e8m0_to_float_half_ggml(b.bytes[offsetof(Block, e)]); }
 };
 
 template <>
@@ -76,7 +90,8 @@ struct FormatTraits<QuantType::MXFP8_E4M3>
 
 template <>
 struct FormatTraits<QuantType::MXFP4_SPLIT>
-    : BlockFormat<QuantType::MXFP4_SPLIT, BlockMxfp4Elements, kMxBlock, /*kAlign=*/16, Codebook::kNone, /*kSplitScales=*/true> {
+    : BlockFormat<QuantType::MXFP4_SPLIT, BlockMxfp4Elements, kMxBlock, /*kAlign=*/16, Codebook::kNone, /*kSplitScales=*/true>,
+      Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "mxfp4_split";
 
@@ -89,6 +104,13 @@ struct FormatTraits<QuantType::MXFP4_SPLIT>
     r.scale = e8m0_to_float(b.split_scale) * 0.5f;  // magnitudes are doubled; exact, also for NaN
     return r;
   }
+
+  // a word's nibbles are elements 8g .. 8g + 7 in order (even element low)
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks&) {
+    return detail::e2m1_i8(load_u32<4>(b.bytes + 4 * g));
+  }
+
+  LOWBIT_HD static float scale_i8(BlockRef b, int) { return e8m0_to_float(b.split_scale) * 0.5f; }
 };
 
 }  // namespace lowbit

@@ -10,6 +10,8 @@
 // decode primitive; the CPU reference and every kernel are templates over these traits.
 #pragma once
 
+#include <type_traits>
+
 #include "lowbit/quant_type.h"
 #include "lowbit/formats/common.h"
 
@@ -20,6 +22,12 @@ struct FormatTraits;  // specialized in the family headers
 
 // The facts every specialization states, from its block struct: a specialization derives from
 // BlockFormat and adds kName, Group and decode_group.
+//
+// Integer-coded formats also state the int8 form (deriving from Int8Form too):
+//   kI8Order, kI8ScaleElems (16 or 32 weights share one scale),
+//   static Int8Group decode_i8(BlockRef block, int g, const Codebooks& cb)
+//   static float scale_i8(BlockRef block, int s)   // scale of weights [kI8ScaleElems * s, ...)
+// with weight = scale_i8 * int8, equal (as floats) to what decode_group yields.
 template <QuantType T, class BlockT, int kElems, int kAlignBytes, Codebook kBook, bool kSplit = false>
 struct BlockFormat {
   using Block = BlockT;
@@ -31,7 +39,20 @@ struct BlockFormat {
   static constexpr bool kSplitScales = kSplit;
 };
 
-inline constexpr int kGroupElems = 8;  // every decode primitive yields eight consecutive weights
+template <I8Order kOrder, int kScaleElems, bool kSignMasks = false>
+struct Int8Form {
+  static constexpr I8Order kI8Order = kOrder;
+  static constexpr int kI8ScaleElems = kScaleElems;
+  static constexpr bool kI8SignMasks = kSignMasks;  // decode_i8 reads cb.sign_masks
+};
+
+inline constexpr int kGroupElems = 8;  // every decode primitive yields eight weights
+
+// Whether a format has the int8 form (derives from Int8Form).
+template <class Traits, class = void>
+struct HasInt8 : std::false_type {};
+template <class Traits>
+struct HasInt8<Traits, std::void_t<decltype(Traits::kI8ScaleElems)>> : std::true_type {};
 
 }  // namespace lowbit
 
