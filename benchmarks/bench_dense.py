@@ -123,10 +123,16 @@ def bench_type(q: QuantType, n: int, k: int, ms: list[int], rows: Rows, args: ar
         x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
         ref = x.double() @ w64.T
         flops = 2.0 * m * n * k
+        int8 = m <= 8 and q != QuantType.MXFP8_E4M3
+        if int8:  # the bf16 arithmetic too, for the record (auto takes int8 here)
+            t, p = time_calls(lambda r: torch.ops.lowbit.mmvq(x, ws[r % copies], int(q), scales=ss[r % copies], math="bf16"), args.calls, args.iters)
+            err = rel_err(torch.ops.lowbit.mmvq(x, w0, int(q), scales=s0, math="bf16"), ref)
+            rows.add(op="dense", kernel="mmvq_bf16", qtype=name, N=n, K=k, M=m, median_us=t, weight_GBps=wbytes / t / 1e3,
+                     tflops=flops / t / 1e6, rel_err=err, notes=f"bf16 activations, math=bf16; graph replay of {args.calls} calls", plain_us=p)
         if m <= 16:
             t, p = time_calls(lambda r: torch.ops.lowbit.mmvq(x, ws[r % copies], int(q), scales=ss[r % copies]), args.calls, args.iters)
             err = rel_err(torch.ops.lowbit.mmvq(x, w0, int(q), scales=s0), ref)
-            note = "bf16 activations"
+            note = "bf16 activations, math=" + ("int8 (q8 per 32 in the kernel)" if int8 else "bf16")
         else:  # MMVQ in passes of 16 tokens (data for the dispatcher's threshold)
             t, p = time_calls(lambda r: torch.ops.lowbit.linear(x, ws[r % copies], int(q), scales=ss[r % copies], kernel="mmvq"), args.calls, args.iters)
             err = rel_err(torch.ops.lowbit.linear(x, w0, int(q), scales=s0, kernel="mmvq"), ref)

@@ -5,6 +5,7 @@
 #include "lowbit/cuda_limits.h"
 #include "lowbit/dispatch.h"
 #include "lowbit/error.h"
+#include "lowbit/formats/all.h"
 
 namespace lowbit {
 namespace {
@@ -46,6 +47,30 @@ DenseKernel parse_dense_kernel(const std::string& name, const char* arg) {
   for (DenseKernel k : {DenseKernel::kMmvq, DenseKernel::kMmq, DenseKernel::kDequantMatmul, DenseKernel::kCpuReference})
     if (name == dense_kernel_name(k)) return k;
   detail::fail(arg, ": unknown kernel \"", name, "\" (auto, mmvq, dequant_matmul, cpu_reference)");
+}
+
+const char* mmvq_math_name(MmvqMath math) {
+  switch (math) {
+    case MmvqMath::kAuto:
+      return "auto";
+    case MmvqMath::kBf16:
+      return "bf16";
+    case MmvqMath::kInt8:
+      return "int8";
+  }
+  return "unknown";
+}
+
+MmvqMath parse_mmvq_math(const std::string& name, const char* arg) {
+  for (MmvqMath m : {MmvqMath::kAuto, MmvqMath::kBf16, MmvqMath::kInt8})
+    if (name == mmvq_math_name(m)) return m;
+  detail::fail(arg, ": unknown MMVQ arithmetic \"", name, "\" (auto, bf16, int8)");
+}
+
+bool mmvq_int8_supported(QuantType t, int64_t m) {
+  const TypeInfo* info = find_type(static_cast<int64_t>(t));
+  if (info == nullptr || !info->is_weight || m < 1 || m > kMmvqInt8MaxTokens) return false;
+  return visit_weight_type(t, [](auto traits) { return HasInt8<decltype(traits)>::value; });
 }
 
 int mmvq_max_tokens(QuantType t, const DeviceFacts& device) {

@@ -2,9 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cstdint>
-#include <string>
 
 #include "cuda/launch.h"
 #include "lowbit/cuda.h"
@@ -31,14 +29,6 @@ void configure_shared_memory(const void* kernel, int bytes) {
   const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   LOWBIT_CHECK(err == cudaSuccess, "mmvq: cannot use ", bytes, " bytes of shared memory: ", cudaGetErrorString(err));
   if (device < 64) last[device].store(kernel, std::memory_order_relaxed);
-}
-
-int mmvq_warps_per_tile() {
-  static const int warps = [] {
-    const char* env = std::getenv("LOWBIT_MMVQ_WARPS");
-    return env != nullptr && std::string(env) == "16" ? 16 : 8;
-  }();
-  return warps;
 }
 
 }  // namespace cuda_detail
@@ -84,9 +74,13 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
 }
 
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
-          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream) {
+          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math) {
   check_weight(t, w, n, k, "mmvq");
   LOWBIT_CHECK(m >= 1 && m <= kMmvqMaxTokens, "x: MMVQ takes 1 to ", kMmvqMaxTokens, " tokens, got M = ", m);
+  LOWBIT_CHECK(math == MmvqMath::kAuto || math == MmvqMath::kBf16 || math == MmvqMath::kInt8,
+               "math: unknown MmvqMath value ", static_cast<int>(math));
+  LOWBIT_CHECK(math != MmvqMath::kInt8 || mmvq_int8_supported(t, m), "math: int8 MMVQ serves M <= ",
+               kMmvqInt8MaxTokens, " tokens of every type but mxfp8_e4m3; got ", type_name(t), " with M = ", m);
   LOWBIT_CHECK(x != nullptr && y != nullptr, "x/y: null pointer");
   LOWBIT_CHECK(aligned16(x), "x: must be 16-byte aligned");
   LOWBIT_CHECK(x_row_stride >= k && x_row_stride % 8 == 0, "x: row stride ", x_row_stride,
@@ -96,7 +90,7 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
   if (n == 0) return;
   const cuda_detail::MmvqArgs args{static_cast<const uint8_t*>(w.data), w.row_stride, w.scales, w.scale_row_stride, n,
                                    k, x, x_row_stride, static_cast<int>(m), y, y_row_stride};
-  visit_weight_type(t, [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, stream); });
+  visit_weight_type(t, [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, math, stream); });
 }
 
 }  // namespace cuda

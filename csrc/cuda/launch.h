@@ -7,9 +7,11 @@
 #include <cstdint>
 
 #include "lowbit/cpu.h"
+#include "lowbit/cuda.h"
 #include "lowbit/quant_type.h"
 
 namespace lowbit::cuda_detail {
+
 
 struct DequantArgs {
   const uint8_t* data;
@@ -40,7 +42,7 @@ template <QuantType T>
 void launch_dequant(const DequantArgs& a, FloatType out_type, cudaStream_t stream);
 
 template <QuantType T>
-void launch_mmvq(const MmvqArgs& a, FloatType act_type, cudaStream_t stream);
+void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream);
 
 // Throws lowbit::Error with the CUDA error string when a launch failed.
 void check_launch(const char* kernel);

@@ -25,7 +25,7 @@
 
 namespace lowbit::cuda_detail {
 
-template <class Traits, int kWarpsPerTile>
+template <class Traits>
 struct MmvqTiling {
   static constexpr int kRows = 16;
   static constexpr int kUnitElems = 256;
@@ -40,11 +40,9 @@ struct MmvqTiling {
   static constexpr int kStageBytes = kRows * kSpanBytes;
   static constexpr int kStages = kStageBytes <= 3072 ? 3 : 2;
   static constexpr int kWarpBytes = kStages * kStageBytes;
-  // Warps (K slices) per 16-row tile. 8: an N = 4096 layer is 256 blocks, all resident at two
-  // blocks per SM (<= 128 registers per thread), activations of a unit preloaded for ILP.
-  // 16: twice the warps per SM at <= 64 registers, activations loaded per sub-block.
-  static constexpr int kWarps = kWarpsPerTile;
-  static constexpr bool kPreloadActivations = kWarps <= 8;
+  // Warps (K slices) per 16-row tile: an N = 4096 layer is 256 blocks, all resident at two blocks
+  // per SM (<= 128 registers per thread). 16 warps at <= 64 registers was measured slower.
+  static constexpr int kWarps = 8;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kCodebookBytes = CodebookTable<Traits::kCodebook>::kBytes;
   static constexpr int reduce_bytes(int tiles) { return kWarps * tiles * 4 * 32 * 4; }
@@ -53,6 +51,46 @@ struct MmvqTiling {
     return kCodebookBytes + (staging > reduce_bytes(tiles) ? staging : reduce_bytes(tiles));
   }
 };
+
+// Copies unit u of the 16 rows starting at row0 into `dst` (one stage of a warp's ring) as the
+// aligned 16-byte pieces around it, with the warp's 32 lanes, and commits the copies as one
+// cp.async group. Bytes before or after the unit belong to the tensor (neighbouring units or
+// rows), except past its very end, where the piece is copied byte by byte; rows past N are
+// zero-filled.
+template <class Tl>
+__device__ __forceinline__ void stage_unit(const MmvqArgs& a, int64_t row0, int64_t row_bytes, int u, uint8_t* dst,
+                                           int lane) {
+  const uint8_t* const w_end = a.w + (a.n - 1) * a.w_row_stride + row_bytes;
+  const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
+  const int64_t unit_len = row_bytes - unit_start < Tl::kUnitBytes ? row_bytes - unit_start : Tl::kUnitBytes;
+  for (int c = lane; c < Tl::kRows * Tl::kChunks; c += 32) {
+    const int r = c / Tl::kChunks, ch = c - r * Tl::kChunks;
+    const int64_t row = row0 + r;
+    uint8_t* piece = dst + r * Tl::kSpanBytes + ch * 16;
+    if (row >= a.n) {
+      *reinterpret_cast<uint4*>(piece) = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    const uint8_t* unit = a.w + row * a.w_row_stride + unit_start;
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(unit) & ~uintptr_t{15}) + ch * 16;
+    if (src >= unit + unit_len) continue;  // past the unit: never decoded
+    if (w_end - src >= 16) {
+      cp_async_16(piece, src, 16);
+    } else {
+      for (int i = 0; i < 16; ++i) piece[i] = src + i < w_end ? src[i] : uint8_t{0};
+    }
+  }
+  cp_async_commit();
+}
+
+// Where row `row` of unit u starts inside a stage that holds it at `row_in_stage`.
+template <class Tl>
+__device__ __forceinline__ const uint8_t* staged_row(const MmvqArgs& a, const uint8_t* stage, int row_in_stage,
+                                                     int64_t row, int u) {
+  const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
+  return stage + row_in_stage * Tl::kSpanBytes + (reinterpret_cast<uintptr_t>(a.w + row * a.w_row_stride + unit_start) & 15);
+}
+
 
 // Eight activations x[k .. k + 8) as bf16 pairs (zeros for a token row past M).
 template <class Act>
@@ -94,127 +132,12 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { re
 template <>
 __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 
-template <class Traits, int kTiles, class Act, int kWarps>
-__global__ void __launch_bounds__(32 * kWarps, 2) mmvq_kernel(MmvqArgs a) {
-  using Tl = MmvqTiling<Traits, kWarps>;
-  extern __shared__ __align__(16) uint8_t smem[];
-  const Codebooks cb = shared_codebooks<Traits::kCodebook>(smem);
-  uint8_t* const staging = smem + Tl::kCodebookBytes;
-
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t = lane & 3;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
-  const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
-  const int units = static_cast<int>((a.k + Tl::kUnitElems - 1) / Tl::kUnitElems);
-  const int u_begin = warp * units / Tl::kWarps;
-  const int u_end = (warp + 1) * units / Tl::kWarps;
-  uint8_t* const ring = staging + warp * Tl::kWarpBytes;
-  const Act* const x = static_cast<const Act*>(a.x);
-  __syncthreads();  // codebook in shared memory
-
-  // Stage unit u of the block's 16 rows as the aligned 16-byte pieces around it. Bytes before or
-  // after the unit belong to the tensor (neighbouring units or rows), except past its very end,
-  // where the piece is copied byte by byte; rows past N are zero-filled.
-  const uint8_t* const w_end = a.w + (a.n - 1) * a.w_row_stride + row_bytes;
-  auto stage_unit = [&](int u, int stage) {
-    uint8_t* dst = ring + stage * Tl::kStageBytes;
-    const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
-    const int64_t unit_len = row_bytes - unit_start < Tl::kUnitBytes ? row_bytes - unit_start : Tl::kUnitBytes;
-    for (int c = lane; c < Tl::kRows * Tl::kChunks; c += 32) {
-      const int r = c / Tl::kChunks, ch = c - r * Tl::kChunks;
-      const int64_t row = row0 + r;
-      uint8_t* piece = dst + r * Tl::kSpanBytes + ch * 16;
-      if (row >= a.n) {
-        *reinterpret_cast<uint4*>(piece) = make_uint4(0, 0, 0, 0);
-        continue;
-      }
-      const uint8_t* unit = a.w + row * a.w_row_stride + unit_start;
-      const uint8_t* src =
-          reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(unit) & ~uintptr_t{15}) + ch * 16;
-      if (src >= unit + unit_len) continue;  // past the unit: never decoded
-      if (w_end - src >= 16) {
-        cp_async_16(piece, src, 16);
-      } else {
-        for (int i = 0; i < 16; ++i) piece[i] = src + i < w_end ? src[i] : uint8_t{0};
-      }
-    }
-    cp_async_commit();
-  };
-
-  float acc[kTiles][4] = {};
-  const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;
-
-  // Decodes and multiplies sub-blocks [0, subs) of unit u. With kFull (every unit but a short
-  // last one of a 32-weight-block type) the eight sub-blocks unroll without bounds checks, so the
-  // compiler interleaves their loads, decodes and MMAs.
-  auto compute_unit = [&](int u, int stage, auto full) {
-    constexpr bool kFull = decltype(full)::value;
-    const uint8_t* st = ring + stage * Tl::kStageBytes;
-    const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
-    const uint8_t* lo = st + g * Tl::kSpanBytes +
-                        (reinterpret_cast<uintptr_t>(a.w + row_lo * a.w_row_stride + unit_start) & 15);
-    const uint8_t* hi = st + (g + 8) * Tl::kSpanBytes +
-                        (reinterpret_cast<uintptr_t>(a.w + row_hi * a.w_row_stride + unit_start) & 15);
-    const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
-    const int subs = kFull ? 8 : static_cast<int>((a.k - k0) / 32);
-    constexpr int kPreloaded = Tl::kPreloadActivations ? 8 : 1;
-    uint32_t b[kPreloaded][kTiles][4];
-    auto load_sub = [&](int s, uint32_t(&dst)[kTiles][4]) {
-#pragma unroll
-      for (int nt = 0; nt < kTiles; ++nt) {
-        const int token = nt * 8 + g;
-        const bool valid = token < a.m && (kFull || s < subs);
-        load_activations<Act>(x + token * a.x_row_stride + k0 + s * 32 + 8 * t, valid, dst[nt]);
-      }
-    };
-    if constexpr (Tl::kPreloadActivations) {  // all of the unit's activations: 8 loads in flight
-#pragma unroll
-      for (int s = 0; s < 8; ++s) load_sub(s, b[s]);
-    }
-#pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      if (!kFull && s >= subs) break;
-      if constexpr (!Tl::kPreloadActivations) load_sub(s, b[0]);
-      const int bs = Tl::kPreloadActivations ? s : 0;
-      const int block = Tl::kBlocksPerUnit == 1 ? 0 : s;
-      const int group = Tl::kBlocksPerUnit == 1 ? s * 4 + t : t;
-      uint8_t scale_lo = 0, scale_hi = 0;
-      if constexpr (Traits::kSplitScales) {
-        const int64_t sb = k0 / 32 + s;
-        scale_lo = row_lo < a.n ? a.scales[row_lo * a.scale_row_stride + sb] : uint8_t{0};
-        scale_hi = row_hi < a.n ? a.scales[row_hi * a.scale_row_stride + sb] : uint8_t{0};
-      }
-      uint32_t wlo[4], whi[4];
-      render_bf16(Traits::decode_group(BlockRef{lo + block * Traits::kBlockBytes, scale_lo}, group, cb), wlo);
-      render_bf16(Traits::decode_group(BlockRef{hi + block * Traits::kBlockBytes, scale_hi}, group, cb), whi);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const uint32_t frag[4] = {wlo[2 * j], whi[2 * j], wlo[2 * j + 1], whi[2 * j + 1]};
-#pragma unroll
-        for (int nt = 0; nt < kTiles; ++nt) mma_bf16_m16n8k16(acc[nt], frag, b[bs][nt][2 * j], b[bs][nt][2 * j + 1]);
-      }
-    }
-  };
-
-#pragma unroll
-  for (int i = 0; i < Tl::kStages - 1; ++i) {
-    if (u_begin + i < u_end) stage_unit(u_begin + i, i);
-    else cp_async_commit();
-  }
-  for (int u = u_begin; u < u_end; ++u) {
-    const int i = u - u_begin;
-    if (u + Tl::kStages - 1 < u_end) stage_unit(u + Tl::kStages - 1, (i + Tl::kStages - 1) % Tl::kStages);
-    else cp_async_commit();
-    cp_async_wait<Tl::kStages - 1>();
-    __syncwarp();
-    if (static_cast<int64_t>(u + 1) * Tl::kUnitElems <= a.k) compute_unit(u, i % Tl::kStages, std::true_type{});
-    else compute_unit(u, i % Tl::kStages, std::false_type{});
-    __syncwarp();
-  }
-  cp_async_wait<0>();
-  __syncthreads();  // staging is reused for the cross-warp sum
-
-  float* partial = reinterpret_cast<float*>(staging);
+// Sums the warps' mma accumulators (the m16n8 C fragment layout) in a fixed order and writes y.
+// `partial` holds kWarps * kTiles * 128 floats and may alias the staging (the caller has
+// synchronized the block after the last read of it).
+template <class Tl, int kTiles, class Act>
+__device__ __forceinline__ void reduce_and_store(const MmvqArgs& a, float* partial, const float (&acc)[kTiles][4],
+                                                 int64_t row0, int warp, int lane) {
 #pragma unroll
   for (int nt = 0; nt < kTiles; ++nt)
 #pragma unroll
@@ -232,45 +155,105 @@ __global__ void __launch_bounds__(32 * kWarps, 2) mmvq_kernel(MmvqArgs a) {
   }
 }
 
+template <class Traits, int kTiles, class Act>
+__global__ void __launch_bounds__(256, 2) mmvq_kernel(MmvqArgs a) {
+  using Tl = MmvqTiling<Traits>;
+  extern __shared__ __align__(16) uint8_t smem[];
+  const Codebooks cb = shared_codebooks<Traits::kCodebook>(smem);
+  uint8_t* const staging = smem + Tl::kCodebookBytes;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
+  const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
+  const int units = static_cast<int>((a.k + Tl::kUnitElems - 1) / Tl::kUnitElems);
+  const int u_begin = warp * units / Tl::kWarps;
+  const int u_end = (warp + 1) * units / Tl::kWarps;
+  uint8_t* const ring = staging + warp * Tl::kWarpBytes;
+  const Act* const x = static_cast<const Act*>(a.x);
+  __syncthreads();  // codebook in shared memory
+
+  auto stage = [&](int u, int slot) { stage_unit<Tl>(a, row0, row_bytes, u, ring + slot * Tl::kStageBytes, lane); };
+
+  float acc[kTiles][4] = {};
+  const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;
+
+  // Decodes and multiplies sub-blocks [0, subs) of unit u. With kFull (every unit but a short
+  // last one of a 32-weight-block type) the eight sub-blocks unroll without bounds checks, so the
+  // compiler interleaves their loads, decodes and MMAs.
+  auto compute_unit = [&](int u, int slot, auto full) {
+    constexpr bool kFull = decltype(full)::value;
+    const uint8_t* st = ring + slot * Tl::kStageBytes;
+    const uint8_t* lo = staged_row<Tl>(a, st, g, row_lo, u);
+    const uint8_t* hi = staged_row<Tl>(a, st, g + 8, row_hi, u);
+    const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
+    const int subs = kFull ? 8 : static_cast<int>((a.k - k0) / 32);
+    uint32_t b[8][kTiles][4];
+    auto load_sub = [&](int s, uint32_t(&dst)[kTiles][4]) {
+#pragma unroll
+      for (int nt = 0; nt < kTiles; ++nt) {
+        const int token = nt * 8 + g;
+        const bool valid = token < a.m && (kFull || s < subs);
+        load_activations<Act>(x + token * a.x_row_stride + k0 + s * 32 + 8 * t, valid, dst[nt]);
+      }
+    };
+#pragma unroll
+    for (int s = 0; s < 8; ++s) load_sub(s, b[s]);  // all of the unit's activations: 8 loads in flight
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      if (!kFull && s >= subs) break;
+      const int block = Tl::kBlocksPerUnit == 1 ? 0 : s;
+      const int group = Tl::kBlocksPerUnit == 1 ? s * 4 + t : t;
+      uint8_t scale_lo = 0, scale_hi = 0;
+      if constexpr (Traits::kSplitScales) {
+        const int64_t sb = k0 / 32 + s;
+        scale_lo = row_lo < a.n ? a.scales[row_lo * a.scale_row_stride + sb] : uint8_t{0};
+        scale_hi = row_hi < a.n ? a.scales[row_hi * a.scale_row_stride + sb] : uint8_t{0};
+      }
+      uint32_t wlo[4], whi[4];
+      render_bf16(Traits::decode_group(BlockRef{lo + block * Traits::kBlockBytes, scale_lo}, group, cb), wlo);
+      render_bf16(Traits::decode_group(BlockRef{hi + block * Traits::kBlockBytes, scale_hi}, group, cb), whi);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint32_t frag[4] = {wlo[2 * j], whi[2 * j], wlo[2 * j + 1], whi[2 * j + 1]};
+#pragma unroll
+        for (int nt = 0; nt < kTiles; ++nt) mma_bf16_m16n8k16(acc[nt], frag, b[s][nt][2 * j], b[s][nt][2 * j + 1]);
+      }
+    }
+  };
+
+#pragma unroll
+  for (int i = 0; i < Tl::kStages - 1; ++i) {
+    if (u_begin + i < u_end) stage(u_begin + i, i);
+    else cp_async_commit();
+  }
+  for (int u = u_begin; u < u_end; ++u) {
+    const int i = u - u_begin;
+    if (u + Tl::kStages - 1 < u_end) stage(u + Tl::kStages - 1, (i + Tl::kStages - 1) % Tl::kStages);
+    else cp_async_commit();
+    cp_async_wait<Tl::kStages - 1>();
+    __syncwarp();
+    if (static_cast<int64_t>(u + 1) * Tl::kUnitElems <= a.k) compute_unit(u, i % Tl::kStages, std::true_type{});
+    else compute_unit(u, i % Tl::kStages, std::false_type{});
+    __syncwarp();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // staging is reused for the cross-warp sum
+
+  reduce_and_store<Tl, kTiles, Act>(a, reinterpret_cast<float*>(staging), acc, row0, warp, lane);
+}
+
 void configure_shared_memory(const void* kernel, int bytes);
 
-// Warps per tile (8 or 16); LOWBIT_MMVQ_WARPS overrides the default for tuning runs.
-int mmvq_warps_per_tile();
-
-template <class Traits, int kTiles, class Act, int kWarps>
-void launch_mmvq_as(const MmvqArgs& a, cudaStream_t stream) {
-  using Tl = MmvqTiling<Traits, kWarps>;
+template <class Traits, int kTiles, class Act>
+void launch_mmvq_tiles(const MmvqArgs& a, cudaStream_t stream) {
+  using Tl = MmvqTiling<Traits>;
   constexpr int kSmem = Tl::smem_bytes(kTiles);
-  auto* kernel = &mmvq_kernel<Traits, kTiles, Act, kWarps>;
+  auto* kernel = &mmvq_kernel<Traits, kTiles, Act>;
   configure_shared_memory(reinterpret_cast<const void*>(kernel), kSmem);
   const unsigned blocks = static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows);
   kernel<<<blocks, Tl::kThreads, kSmem, stream>>>(a);
   check_launch("mmvq");
-}
-
-template <class Traits, class Act>
-void launch_mmvq_tokens(const MmvqArgs& a, cudaStream_t stream) {
-  const bool wide = mmvq_warps_per_tile() == 16;
-  if (a.m <= 8) {
-    if (wide) launch_mmvq_as<Traits, 1, Act, 16>(a, stream);
-    else launch_mmvq_as<Traits, 1, Act, 8>(a, stream);
-  } else {
-    if (wide) launch_mmvq_as<Traits, 2, Act, 16>(a, stream);
-    else launch_mmvq_as<Traits, 2, Act, 8>(a, stream);
-  }
-}
-
-template <QuantType T>
-void launch_mmvq(const MmvqArgs& a, FloatType act_type, cudaStream_t stream) {
-  using Traits = FormatTraits<T>;
-  switch (act_type) {
-    case FloatType::F32:
-      return launch_mmvq_tokens<Traits, float>(a, stream);
-    case FloatType::BF16:
-      return launch_mmvq_tokens<Traits, __nv_bfloat16>(a, stream);
-    case FloatType::F16:
-      return launch_mmvq_tokens<Traits, __half>(a, stream);
-  }
 }
 
 }  // namespace lowbit::cuda_detail

@@ -1,5 +1,5 @@
-// Thin wrappers over the PTX the kernels use: asynchronous global->shared copies and the bf16
-// tensor-core MMA (m16n8k16, float32 accumulate; sm_80 and later).
+// Thin wrappers over the PTX the kernels use: asynchronous global->shared copies and the
+// tensor-core MMAs (bf16 m16n8k16 with float32 accumulation, int8 m16n8k32; sm_80 and later).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,14 @@ __device__ __forceinline__ void mma_bf16_m16n8k16(float (&c)[4], const uint32_t 
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// d = A (16x32, row) * B (32x8, col) in int32, signed int8 inputs; fragment layout as in the PTX
+// ISA for .s8 m16n8k32 (sm_80 and later).
+__device__ __forceinline__ void mma_s8_m16n8k32(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
 }
 
 }  // namespace lowbit::cuda_detail

@@ -54,8 +54,10 @@ at::Tensor linear_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, c
   return linear_reference(p, x, bias);
 }
 
-at::Tensor mmvq_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
-  const LinearPlan p = plan_mmvq(x, w, qtype, scales);
+// The CPU computes the exact reference whatever arithmetic `math` names for CUDA.
+at::Tensor mmvq_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
+                    c10::string_view math) {
+  const LinearPlan p = plan_mmvq(x, w, qtype, scales, math);
   return linear_reference(p, x, std::nullopt);
 }
 

@@ -36,10 +36,15 @@ LinearPlan plan_linear(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
   return p;
 }
 
-LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
+LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
+                     c10::string_view math) {
   LinearPlan p = plan_linear(x, w, qtype, scales, std::nullopt);
   TORCH_CHECK_VALUE(x.dim() == 2 && x.size(0) >= 1 && x.size(0) <= kMmvqMaxTokens, "x must be [M, K] with 1 <= M <= ",
                     kMmvqMaxTokens, " for mmvq, got shape ", x.sizes());
+  p.math = translate_errors([&] { return parse_mmvq_math(std::string(math), "math"); });
+  TORCH_CHECK_VALUE(p.math != MmvqMath::kInt8 || mmvq_int8_supported(p.w.type, p.m), "math: \"int8\" serves M <= ",
+                    kMmvqInt8MaxTokens, " tokens of every type but mxfp8_e4m3; got ", type_name(p.w.type), " with M = ",
+                    p.m);
   return p;
 }
 

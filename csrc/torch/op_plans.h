@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lowbit/cpu.h"
+#include "lowbit/dispatch.h"
 #include "tensor_args.h"
 
 namespace lowbit::torch_ops {
@@ -24,12 +25,15 @@ struct LinearPlan {
   WeightArg w;
   int64_t m;                       // rows of x once its leading dims are flattened
   std::vector<int64_t> out_shape;  // x.shape[:-1] + [N]
+  MmvqMath math = MmvqMath::kAuto;
 };
 LinearPlan plan_linear(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
                        const std::optional<at::Tensor>& bias);
 
-// linear's rules plus MMVQ's token limit: x must be [M, K] with 1 <= M <= 16.
-LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales);
+// linear's rules plus MMVQ's: x must be [M, K] with 1 <= M <= 16; math "auto", "bf16" or "int8"
+// (int8: M <= 8 and a type with an int8 form).
+LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
+                     c10::string_view math);
 
 struct QuantizePlan {
   const TypeInfo* info;

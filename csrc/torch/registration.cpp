@@ -16,7 +16,7 @@ TORCH_LIBRARY(lowbit, m) {
       "linear(Tensor x, Tensor w, int qtype, *, Tensor? scales=None, Tensor? bias=None, str kernel=\"auto\") -> "
       "Tensor");
   // The MMVQ kernel itself, for direct calls: x [M <= 16, K] -> [M, N].
-  m.def("mmvq(Tensor x, Tensor w, int qtype, *, Tensor? scales=None) -> Tensor");
+  m.def("mmvq(Tensor x, Tensor w, int qtype, *, Tensor? scales=None, str math=\"auto\") -> Tensor");
   m.def("quantize(Tensor w, int qtype, *, int scale_rule=0) -> (Tensor, Tensor)");
   m.def(
       "fused_moe(Tensor x, Tensor w13, Tensor w2, Tensor topk_weights, Tensor topk_ids, *, int w13_type, "

@@ -9,6 +9,7 @@
 
 #include "lowbit/cpu.h"
 #include "lowbit/cuda_limits.h"
+#include "lowbit/dispatch.h"
 #include "lowbit/quant_type.h"
 #include "lowbit/weights.h"
 
@@ -21,10 +22,11 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
                 int64_t out_row_stride, cudaStream_t stream);
 
 // y[m, n] = sum_k x[m, k] W[n, k] for m < M <= 16 tokens, in one pass over the weight.
-// x: [M, K] (row stride x_row_stride elements) in x_type; y: [M, N] in the same type. Weights are
-// decoded to bf16 and multiplied on tensor cores with float32 accumulation (activations rounded to
-// bf16). Requires w.data and x 16-byte aligned, x_row_stride a multiple of 8.
+// x: [M, K] (row stride x_row_stride elements) in x_type; y: [M, N] in the same type; float32
+// accumulation; `math` picks the arithmetic (lowbit/dispatch.h). Requires w.data and x 16-byte
+// aligned, x_row_stride a multiple of 8.
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
-          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream);
+          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream,
+          MmvqMath math = MmvqMath::kAuto);
 
 }  // namespace lowbit::cuda

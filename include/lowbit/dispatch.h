@@ -27,6 +27,21 @@ struct DeviceFacts {
   int multiprocessors = 0;
 };
 
+// How MMVQ multiplies.
+//   kInt8: weights as their exact int8 codes, activations quantized per token and 32 weights to
+//     int8 (scale amax / 127, round to nearest even: the precision of ggml's q8_1), int32 dot
+//     products on tensor cores, scaled into float32. For every type but MXFP8, M <= 8.
+//   kBf16: weights decoded to bf16 (scale * code rounded once), activations rounded to bf16,
+//     float32 accumulation on tensor cores. Every type, M <= 16.
+//   kAuto: kInt8 where it exists (the faster), else kBf16.
+enum class MmvqMath : int { kAuto = 0, kBf16 = 1, kInt8 = 2 };
+
+const char* mmvq_math_name(MmvqMath math);
+// "auto", "bf16" or "int8"; throws lowbit::Error naming `arg` otherwise.
+MmvqMath parse_mmvq_math(const std::string& name, const char* arg = "math");
+// Whether kInt8 serves (t, m): t has an int8 form and 1 <= m <= kMmvqInt8MaxTokens.
+bool mmvq_int8_supported(QuantType t, int64_t m);
+
 struct DenseChoice {
   DenseKernel kernel;
   std::string reason;  // why, in one sentence, for logs and `explain`

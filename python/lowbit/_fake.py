@@ -70,9 +70,13 @@ def _linear_fake(
 
 
 @torch.library.register_fake("lowbit::mmvq")
-def _mmvq_fake(x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: Optional[torch.Tensor] = None) -> torch.Tensor:
+def _mmvq_fake(
+    x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: Optional[torch.Tensor] = None, math: str = "auto"
+) -> torch.Tensor:
     _same_device(w=w, x=x, scales=scales)
     torch._check(x.dim() == 2 and 1 <= x.shape[0] <= 16, lambda: "x must be [M, K] with 1 <= M <= 16 for mmvq")
+    if math not in ("auto", "bf16", "int8"):
+        raise ValueError(f'math: unknown MMVQ arithmetic "{math}" (auto, bf16, int8)')
     return _linear_fake(x, w, qtype, scales=scales)
 
 

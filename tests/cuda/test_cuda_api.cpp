@@ -92,21 +92,29 @@ TEST_P(CudaApi, DequantizeAndMmvqMatchTheCpuReference) {
   std::vector<float> x(m * k);
   for (auto& v : x) v = normal(rng);
   cudaMemcpy(dx.ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
-  cudaMemset(dy.ptr, 0xFF, m * n * sizeof(float));
-  cuda::mmvq(t, dev, n, k, dx.ptr, FloatType::F32, m, k, dy.ptr, n, stream);
-  std::vector<float> y(m * n);
-  cudaMemcpyAsync(y.data(), dy.ptr, y.size() * sizeof(float), cudaMemcpyDeviceToHost, stream);
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  double diff = 0, norm = 0;
+  std::vector<double> exact(m * n);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double s = 0;
       for (int64_t c = 0; c < k; ++c) s += static_cast<double>(x[i * k + c]) * ref[j * k + c];
-      ASSERT_TRUE(std::isfinite(y[i * n + j])) << info.name << " y[" << i << "," << j << "] not written";
-      diff += (y[i * n + j] - s) * (y[i * n + j] - s);
-      norm += s * s;
+      exact[i * n + j] = s;
     }
-  EXPECT_LT(std::sqrt(diff / norm), 1e-2) << info.name;
+  for (MmvqMath math : {MmvqMath::kBf16, MmvqMath::kInt8}) {
+    if (math == MmvqMath::kInt8 && !mmvq_int8_supported(t, m)) continue;
+    cudaMemset(dy.ptr, 0xFF, m * n * sizeof(float));
+    cuda::mmvq(t, dev, n, k, dx.ptr, FloatType::F32, m, k, dy.ptr, n, stream, math);
+    std::vector<float> y(m * n);
+    cudaMemcpyAsync(y.data(), dy.ptr, y.size() * sizeof(float), cudaMemcpyDeviceToHost, stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    double diff = 0, norm = 0;
+    for (int64_t i = 0; i < m * n; ++i) {
+      ASSERT_TRUE(std::isfinite(y[i])) << info.name << " y[" << i << "] not written";
+      diff += (y[i] - exact[i]) * (y[i] - exact[i]);
+      norm += exact[i] * exact[i];
+    }
+    // bf16: activations and weights rounded to bf16; int8: activations to 8 bits per 32
+    EXPECT_LT(std::sqrt(diff / norm), 1e-2) << info.name << " " << mmvq_math_name(math);
+  }
   cudaStreamDestroy(stream);
 }
 
@@ -139,6 +147,10 @@ TEST(CudaApiErrors, NameTheArgument) {
   const WeightView off{w + 2, 136, 0, nullptr, 0, 0};
   EXPECT_NE(message([&] { cuda::mmvq(QuantType::IQ4_XS, off, 4, 256, x, FloatType::F32, 1, 256, y, 4, nullptr); })
                 .find("w: data must be 16-byte aligned"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 9, 256, y, 4, nullptr, MmvqMath::kInt8);
+            }).find("math: int8 MMVQ serves M <= 8"),
             std::string::npos);
   EXPECT_NE(message([&] { cuda::dequantize(QuantType::Q8_1, v, 4, 32, y, FloatType::F32, 32, nullptr); })
                 .find("activation format"),

@@ -61,6 +61,10 @@ def test_dequantize_matches_cpu_bit_for_bit(qtype: QuantType, rng: np.random.Gen
             assert torch.equal(out.cpu(), ref), f"{qtype.type_name} {name} {dtype}"
 
 
+def int8_maths(qtype: QuantType, m: int) -> list[str]:
+    return ["bf16", "int8"] if m <= 8 and qtype != QuantType.MXFP8_E4M3 else ["bf16"]
+
+
 @pytest.mark.parametrize("qtype", lowbit.WEIGHT_TYPES, ids=lambda t: t.type_name)
 def test_mmvq_matches_reference(qtype: QuantType, rng: np.random.Generator) -> None:
     dev = device()
@@ -74,10 +78,47 @@ def test_mmvq_matches_reference(qtype: QuantType, rng: np.random.Generator) -> N
                 x = x_all[:m].contiguous()
                 ref = x.double() @ wf.T
                 xd = x.to(dev)
-                y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd), (m, n), dtype)
-                assert y.dtype == dtype and y.shape == (m, n)
+                for math in int8_maths(qtype, m):
+                    y = poisoned(
+                        lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd, math=math), (m, n), dtype
+                    )
+                    assert y.dtype == dtype and y.shape == (m, n)
+                    err = rel_err(y, ref)
+                    assert err < MMVQ_BOUND, f"{qtype.type_name} {name} M={m} {dtype} {math}: rel err {err:.3g}"
+
+
+def q8_activations(x: torch.Tensor) -> torch.Tensor:
+    """The int8 MMVQ's activation quantization, emulated in float32 as the kernel computes it:
+    per token and 32 weights d = amax * (1/127), q = rint(x * (127 / amax)); returns q * d (float64)."""
+    xb = x.float().numpy().reshape(x.shape[0], -1, 32)
+    amax = np.abs(xb).max(axis=-1, keepdims=True)
+    d = amax * (np.float32(1) / np.float32(127))
+    inv = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, np.float32(1)), np.float32(0))
+    q = np.rint(xb.astype(np.float64) * inv.astype(np.float64))
+    assert d.dtype == np.float32 and inv.dtype == np.float32 and np.abs(q).max() <= 127
+    return torch.from_numpy((q * d.astype(np.float64)).reshape(x.shape))
+
+
+@pytest.mark.parametrize("qtype", [t for t in lowbit.WEIGHT_TYPES if t != QuantType.MXFP8_E4M3], ids=lambda t: t.type_name)
+def test_int8_mmvq_equals_its_arithmetic(qtype: QuantType, rng: np.random.Generator) -> None:
+    """Tight check of the int8 path: against the exact result on the emulated int8 activations,
+    only float32 summation order (and the output rounding of half types) may differ."""
+    dev = device()
+    for name, n, k in shapes(qtype):
+        w, s = random_weight(qtype, n, k, rng)
+        wf = lowbit.dequantize(w, qtype, scales=s).double()
+        wd, sd = w.to(dev), None if s is None else s.to(dev)
+        for dtype, bound in ((torch.float32, 2e-5), (torch.bfloat16, 6e-3), (torch.float16, 1e-3)):
+            scale = torch.from_numpy(rng.uniform(0.01, 100.0, (8, k // 32, 1)).astype(np.float32))
+            x_all = (torch.from_numpy(rng.standard_normal((8, k // 32, 32)).astype(np.float32)) * scale).reshape(8, k)
+            x_all[0, :32] = 0.0  # an all-zero sub-block (amax = 0)
+            x_all = x_all.to(dtype)
+            for m in (1, 2, 3, 5, 8):
+                x = x_all[:m].contiguous()
+                ref = q8_activations(x) @ wf.T
+                y = torch.ops.lowbit.mmvq(x.to(dev), wd, int(qtype), scales=sd, math="int8")
                 err = rel_err(y, ref)
-                assert err < MMVQ_BOUND, f"{qtype.type_name} {name} M={m} {dtype}: rel err {err:.3g}"
+                assert err < bound, f"{qtype.type_name} {name} M={m} {dtype}: rel err {err:.3g}"
 
 
 @pytest.mark.parametrize("qtype", [QuantType.IQ2_XXS, QuantType.IQ4_XS, QuantType.MXFP4_SPLIT], ids=lambda t: t.type_name)

@@ -139,3 +139,17 @@ def test_fused_moe_argument_errors(rng: np.random.Generator) -> None:
         call_moe(args, expert_range=(0, 5))
     with pytest.raises(ValueError, match=r"activation must be \"silu\", \"gelu\" or \"gelu_tanh\""):
         call_moe(args, activation="relu")
+
+
+def test_mmvq_arithmetic_is_checked(iq4: torch.Tensor, rng: np.random.Generator) -> None:
+    x = torch.randn(2, 512)
+    with pytest.raises(ValueError, match=r'math: unknown MMVQ arithmetic "fp8" \(auto, bf16, int8\)'):
+        torch.ops.lowbit.mmvq(x, iq4, int(QuantType.IQ4_XS), math="fp8")
+    with pytest.raises(ValueError, match=r'math: "int8" serves M <= 8 tokens of every type but mxfp8_e4m3; got iq4_xs'):
+        torch.ops.lowbit.mmvq(torch.randn(9, 512), iq4, int(QuantType.IQ4_XS), math="int8")
+    w8, s8 = random_weight(QuantType.MXFP8_E4M3, 8, 512, rng)
+    with pytest.raises(ValueError, match=r"got mxfp8_e4m3 with M = 2"):
+        torch.ops.lowbit.mmvq(x, w8, int(QuantType.MXFP8_E4M3), scales=s8, math="int8")
+    # on the CPU every arithmetic gives the exact reference
+    ref = torch.ops.lowbit.mmvq(x, iq4, int(QuantType.IQ4_XS))
+    assert torch.equal(torch.ops.lowbit.mmvq(x, iq4, int(QuantType.IQ4_XS), math="int8"), ref)

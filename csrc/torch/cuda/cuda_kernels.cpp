@@ -57,7 +57,7 @@ at::Tensor dequantize_cuda(const at::Tensor& w, int64_t qtype, int64_t k, const 
 }
 
 // y [M, N] = x [M, K] W^T through MMVQ, 16 tokens per pass.
-at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tensor& x2) {
+at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tensor& x2, MmvqMath math = MmvqMath::kAuto) {
   at::Tensor x = x2.contiguous();
   if (!aligned16(x.data_ptr()) || x.stride(0) % 8 != 0) x = x.clone();
   at::Tensor y = at::empty({p.m, p.w.rows}, x.options());
@@ -67,7 +67,7 @@ at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tenso
       cuda::mmvq(p.w.type, a.arg.view, p.w.rows, p.w.k, static_cast<const uint8_t*>(x.data_ptr()) + m0 * x.stride(0) * x.element_size(),
                  float_type(x.scalar_type()), mt, x.stride(0),
                  static_cast<uint8_t*>(y.data_ptr()) + m0 * p.w.rows * y.element_size(), p.w.rows,
-                 c10::cuda::getCurrentCUDAStream());
+                 c10::cuda::getCurrentCUDAStream(), math);
     });
   }
   return y;
@@ -99,10 +99,11 @@ at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype,
   return y.reshape(p.out_shape);
 }
 
-at::Tensor mmvq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
-  const LinearPlan p = plan_mmvq(x, w, qtype, scales);
+at::Tensor mmvq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
+                     c10::string_view math) {
+  const LinearPlan p = plan_mmvq(x, w, qtype, scales, math);
   const c10::cuda::CUDAGuard guard(w.device());
-  return run_mmvq(p, aligned_weight(p.w, w, scales), x);
+  return run_mmvq(p, aligned_weight(p.w, w, scales), x, p.math);
 }
 
 at::Tensor fused_moe_cuda(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2,

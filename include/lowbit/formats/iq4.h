@@ -50,11 +50,12 @@ LOWBIT_HD void iq4nl_word(uint32_t nibbles, uint32_t& mag, uint32_t& neg) {
 }
 
 // The codebook as signed bytes, for nibble_lookup_i8.
-inline constexpr uint32_t kIq4nlI8[4] = {
-    codebook::table_word(codebook::kKvaluesIq4nl, 0), codebook::table_word(codebook::kKvaluesIq4nl, 1),
-    codebook::table_word(codebook::kKvaluesIq4nl, 2), codebook::table_word(codebook::kKvaluesIq4nl, 3)};
+inline constexpr uint32_t kIq4nlI80 = codebook::table_word(codebook::kKvaluesIq4nl, 0);
+inline constexpr uint32_t kIq4nlI81 = codebook::table_word(codebook::kKvaluesIq4nl, 1);
+inline constexpr uint32_t kIq4nlI82 = codebook::table_word(codebook::kKvaluesIq4nl, 2);
+inline constexpr uint32_t kIq4nlI83 = codebook::table_word(codebook::kKvaluesIq4nl, 3);
 
-LOWBIT_HD Int8Group iq4nl_i8(uint32_t w) { return nibble_lookup_i8(w, kIq4nlI8[0], kIq4nlI8[1], kIq4nlI8[2], kIq4nlI8[3]); }
+LOWBIT_HD Int8Group iq4nl_i8(uint32_t w) { return nibble_lookup_i8(w, kIq4nlI80, kIq4nlI81, kIq4nlI82, kIq4nlI83); }
 
 // Group g of a 32-weight nibble run at `qs`: weights 8g..8g+7 (bytes 8(g&1).., nibble g>>1).
 template <int kAlign>

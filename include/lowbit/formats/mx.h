@@ -42,11 +42,12 @@ LOWBIT_HD void e2m1_word(uint32_t codes, uint32_t& mag, uint32_t& neg) {
 }
 
 // Doubled E2M1 values as signed bytes (ggml's kvalues_mxfp4), for nibble_lookup_i8.
-inline constexpr uint32_t kE2m1I8[4] = {
-    codebook::table_word(codebook::kKvaluesMxfp4, 0), codebook::table_word(codebook::kKvaluesMxfp4, 1),
-    codebook::table_word(codebook::kKvaluesMxfp4, 2), codebook::table_word(codebook::kKvaluesMxfp4, 3)};
+inline constexpr uint32_t kE2m1I80 = codebook::table_word(codebook::kKvaluesMxfp4, 0);
+inline constexpr uint32_t kE2m1I81 = codebook::table_word(codebook::kKvaluesMxfp4, 1);
+inline constexpr uint32_t kE2m1I82 = codebook::table_word(codebook::kKvaluesMxfp4, 2);
+inline constexpr uint32_t kE2m1I83 = codebook::table_word(codebook::kKvaluesMxfp4, 3);
 
-LOWBIT_HD Int8Group e2m1_i8(uint32_t w) { return nibble_lookup_i8(w, kE2m1I8[0], kE2m1I8[1], kE2m1I8[2], kE2m1I8[3]); }
+LOWBIT_HD Int8Group e2m1_i8(uint32_t w) { return nibble_lookup_i8(w, kE2m1I80, kE2m1I81, kE2m1I82, kE2m1I83); }
 }  // namespace detail
 
 template <>

@@ -1,0 +1,265 @@
+// MMVQ on integer tensor cores: y = x W^T for up to 8 tokens, weights decoded straight to their
+// int8 codes (the format's decode_i8), activations quantized to int8 inside the kernel.
+//
+// Same tiling and weight pipeline as the bf16 MMVQ (mmvq_kernel.cuh): a block owns 16 rows, 8
+// warps split K into 256-weight units, each warp streams its units through a cp.async ring.
+// Per unit a warp first quantizes the activations of the unit: per token and 32 weights,
+// d = amax * (1/127), q = rint(x * (127 / amax)) (ggml's q8_1 precision, without its sum), kept
+// in shared memory. Then per 32-weight sub-block one mma m16n8k32.s8 gives int32 dot products of
+// 16 rows x 8 tokens, which are scaled by (weight scale * activation scale) into float32. Formats
+// whose scale covers 16 weights run the mma twice with the activations of the other half zeroed.
+// Lane (g, t) decodes int8 group t of the sub-block for rows g and g + 8 (its A fragment), and
+// gathers the activations of the same eight weights (the format's I8Order) as its B fragment.
+//
+// Cost per 8 weights is a table lookup or two and a few integer operations, against about 35
+// instructions for the bf16 render: the bf16 kernel was bound by instruction issue (NOTES.md).
+#pragma once
+
+#include "cuda/mmvq_kernel.cuh"
+#include "lowbit/cuda_limits.h"
+
+namespace lowbit::cuda_detail {
+
+template <class Traits, int kMaxTokens>
+struct MmvqInt8Tiling : MmvqTiling<Traits> {
+  using Base = MmvqTiling<Traits>;
+  static constexpr bool kPackedTernary = Traits::kCodebook == Codebook::kIq1s;
+  // Tables in shared memory: the grid (IQ1: packed to nibbles, half the bytes) and sign masks.
+  static constexpr int kGridBytes = kPackedTernary ? LOWBIT_IQ1S_GRID_SIZE * 4 : Base::kCodebookBytes;
+  static constexpr int kSignBytes = Traits::kI8SignMasks ? 256 * static_cast<int>(sizeof(SignMask)) : 0;
+  static constexpr int kTableBytes = kGridBytes + kSignBytes;
+  // Per warp after its ring: the unit's int8 activations [token][256] and scales [sub-block][8].
+  static constexpr int kActScaleBytes = 8 * 8 * 4;
+  static constexpr int kActBytes = kMaxTokens * 256 + kActScaleBytes;
+  static constexpr int kWarpBytes = Base::kWarpBytes + kActBytes;
+  static constexpr int kSmemBytes =
+      kTableBytes + (Base::kWarps * kWarpBytes > Base::reduce_bytes(1) ? Base::kWarps * kWarpBytes : Base::reduce_bytes(1));
+};
+
+// Builds the format's int8 decode tables in shared memory with the whole block (caller syncs).
+template <class Traits, class Tl>
+__device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
+  Codebooks cb;
+  if constexpr (Tl::kPackedTernary) {
+    uint32_t* packed = reinterpret_cast<uint32_t*>(shared);
+    for (int i = threadIdx.x; i < LOWBIT_IQ1S_GRID_SIZE; i += blockDim.x) packed[i] = pack_ternary_row(kIq1sGridDevice[i]);
+    cb.iq1s_packed = packed;
+  } else if constexpr (Tl::kGridBytes > 0) {
+    cb = shared_codebooks<Traits::kCodebook>(shared);
+  }
+  if constexpr (Tl::kSignBytes > 0) {
+    SignMask* masks = reinterpret_cast<SignMask*>(shared + Tl::kGridBytes);
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) masks[i] = make_sign_mask(static_cast<uint32_t>(i));
+    cb.sign_masks = masks;
+  }
+  return cb;
+}
+
+// Eight activations as float32 (zeros when !valid).
+template <class Act>
+__device__ __forceinline__ void load8_f32(const Act* p, bool valid, float (&v)[8]) {
+  if constexpr (std::is_same_v<Act, float>) {
+    const float4 lo = valid ? reinterpret_cast<const float4*>(p)[0] : make_float4(0, 0, 0, 0);
+    const float4 hi = valid ? reinterpret_cast<const float4*>(p)[1] : make_float4(0, 0, 0, 0);
+    v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+  } else {
+    const uint4 raw = valid ? *reinterpret_cast<const uint4*>(p) : make_uint4(0, 0, 0, 0);
+    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float2 f;
+      if constexpr (std::is_same_v<Act, __half>) f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+      else f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+      v[2 * i] = f.x, v[2 * i + 1] = f.y;
+    }
+  }
+}
+
+// Quantizes a lane's eight activations (weights 8 * lane .. of the unit; a sub-block is four
+// lanes) to int8 with the sub-block's scale, returning the scale. Round to nearest even via the
+// float adder: 1.5 * 2^23 + q has q (two's complement) in its low byte.
+__device__ __forceinline__ float quantize8(const float (&v)[8], uint32_t (&q)[2]) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
+  amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 1));
+  amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  uint32_t b[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) b[i] = __float_as_uint(__fmaf_rn(v[i], inv, 12582912.0f));
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    q[h] = __byte_perm(__byte_perm(b[4 * h], b[4 * h + 1], 0x0040u), __byte_perm(b[4 * h + 2], b[4 * h + 3], 0x0040u),
+                       0x5410u);
+  return amax * (1.0f / 127.0f);
+}
+
+template <class Traits, class Act, int kMaxTokens>
+__global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
+  using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
+  constexpr bool kHalfScales = Traits::kI8ScaleElems == 16;
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint8_t* const staging = smem + Tl::kTableBytes;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
+  const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
+  const int units = static_cast<int>((a.k + Tl::kUnitElems - 1) / Tl::kUnitElems);
+  const int u_begin = warp * units / Tl::kWarps;
+  const int u_end = (warp + 1) * units / Tl::kWarps;
+  uint8_t* const ring = staging + warp * Tl::kWarpBytes;
+  uint8_t* const act_q = ring + Tl::Base::kWarpBytes;  // [token][256] int8
+  float* const act_scale = reinterpret_cast<float*>(act_q + kMaxTokens * 256);  // [sub-block][8 tokens]
+  const Act* const x = static_cast<const Act*>(a.x);
+
+  auto stage = [&](int u, int slot) { stage_unit<Tl>(a, row0, row_bytes, u, ring + slot * Tl::kStageBytes, lane); };
+  // weights first: their copies fly while the block builds its tables
+#pragma unroll
+  for (int i = 0; i < Tl::kStages - 1; ++i) {
+    if (u_begin + i < u_end) stage(u_begin + i, i);
+    else cp_async_commit();
+  }
+  const Codebooks cb = int8_codebooks<Traits, Tl>(smem);
+  for (int i = lane; i < 64; i += 32) act_scale[i] = 0.0f;  // scales of tokens >= M stay finite
+  __syncthreads();
+
+  // Lane l quantizes weights [8l, 8l + 8) of the unit for every token, up to 4 tokens' loads in flight.
+  auto quantize_unit = [&](int u) {
+    const int64_t k = static_cast<int64_t>(u) * Tl::kUnitElems + 8 * lane;
+    const bool in_k = k < a.k;  // K is whole 32-weight blocks: a sub-block is all in or all out
+#pragma unroll
+    for (int m0 = 0; m0 < kMaxTokens; m0 += 4) {
+      if (m0 >= a.m) break;
+      constexpr int kChunk = kMaxTokens < 4 ? kMaxTokens : 4;
+      float v[kChunk][8];
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) load8_f32<Act>(x + (m0 + i) * a.x_row_stride + k, in_k && m0 + i < a.m, v[i]);
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) {
+        if (m0 + i >= a.m) break;
+        uint32_t q[2];
+        const float d = quantize8(v[i], q);
+        *reinterpret_cast<uint2*>(act_q + (m0 + i) * 256 + 8 * lane) = make_uint2(q[0], q[1]);
+        if (t == 0) act_scale[(lane >> 2) * 8 + m0 + i] = d;
+      }
+    }
+  };
+
+  float acc[1][4] = {};
+  const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;
+
+  auto compute_unit = [&](int u, int slot, auto full) {
+    constexpr bool kFull = decltype(full)::value;
+    const uint8_t* st = ring + slot * Tl::kStageBytes;
+    const uint8_t* lo = staged_row<Tl>(a, st, g, row_lo, u);
+    const uint8_t* hi = staged_row<Tl>(a, st, g + 8, row_hi, u);
+    const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
+    const int subs = kFull ? 8 : static_cast<int>((a.k - k0) / 32);
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      if (!kFull && s >= subs) break;
+      // B fragment: token g's int8 activations of the eight weights lane t decodes
+      uint32_t b0 = 0, b1 = 0;
+      if (g < a.m) {
+        const uint8_t* xq = act_q + g * 256 + 32 * s;
+        if constexpr (Traits::kI8Order == I8Order::kContiguous) {
+          const uint2 v = *reinterpret_cast<const uint2*>(xq + 8 * t);
+          b0 = v.x, b1 = v.y;
+        } else {
+          const uint32_t x_lo = *reinterpret_cast<const uint32_t*>(xq + 4 * t);
+          const uint32_t x_hi = *reinterpret_cast<const uint32_t*>(xq + 16 + 4 * t);
+          b0 = __byte_perm(x_lo, x_hi, 0x5140u), b1 = __byte_perm(x_lo, x_hi, 0x7362u);
+        }
+      }
+      const float2 xs = *reinterpret_cast<const float2*>(act_scale + s * 8 + 2 * t);  // tokens 2t, 2t + 1
+
+      const int block = Tl::kBlocksPerUnit == 1 ? 0 : s;
+      const int group = Tl::kBlocksPerUnit == 1 ? s * 4 + t : t;
+      const int sub = Tl::kBlocksPerUnit == 1 ? s : 0;  // sub-block within the block
+      uint8_t scale_lo = 0, scale_hi = 0;
+      if constexpr (Traits::kSplitScales) {
+        const int64_t sb = k0 / 32 + s;
+        scale_lo = row_lo < a.n ? a.scales[row_lo * a.scale_row_stride + sb] : uint8_t{0};
+        scale_hi = row_hi < a.n ? a.scales[row_hi * a.scale_row_stride + sb] : uint8_t{0};
+      }
+      const BlockRef ref_lo{lo + block * Traits::kBlockBytes, scale_lo};
+      const BlockRef ref_hi{hi + block * Traits::kBlockBytes, scale_hi};
+      const Int8Group q_lo = Traits::decode_i8(ref_lo, group, cb);
+      const Int8Group q_hi = Traits::decode_i8(ref_hi, group, cb);
+      const uint32_t frag[4] = {q_lo.q[0], q_hi.q[0], q_lo.q[1], q_hi.q[1]};
+
+      auto accumulate = [&](uint32_t bb0, uint32_t bb1, int scale_group) {
+        int c[4];
+        mma_s8_m16n8k32(c, frag, bb0, bb1);
+        const float w_lo = Traits::scale_i8(ref_lo, scale_group), w_hi = Traits::scale_i8(ref_hi, scale_group);
+        acc[0][0] = fmaf(static_cast<float>(c[0]), w_lo * xs.x, acc[0][0]);
+        acc[0][2] = fmaf(static_cast<float>(c[2]), w_hi * xs.x, acc[0][2]);
+        if constexpr (kMaxTokens > 1) {
+          acc[0][1] = fmaf(static_cast<float>(c[1]), w_lo * xs.y, acc[0][1]);
+          acc[0][3] = fmaf(static_cast<float>(c[3]), w_hi * xs.y, acc[0][3]);
+        }
+      };
+      if constexpr (kHalfScales) {  // lanes t < 2 hold the first 16 weights
+        accumulate(t < 2 ? b0 : 0u, t < 2 ? b1 : 0u, 2 * sub);
+        accumulate(t < 2 ? 0u : b0, t < 2 ? 0u : b1, 2 * sub + 1);
+      } else {
+        accumulate(b0, b1, sub);
+      }
+    }
+  };
+
+  for (int u = u_begin; u < u_end; ++u) {
+    const int i = u - u_begin;
+    if (u + Tl::kStages - 1 < u_end) stage(u + Tl::kStages - 1, (i + Tl::kStages - 1) % Tl::kStages);
+    else cp_async_commit();
+    quantize_unit(u);
+    cp_async_wait<Tl::kStages - 1>();
+    __syncwarp();
+    if (static_cast<int64_t>(u + 1) * Tl::kUnitElems <= a.k) compute_unit(u, i % Tl::kStages, std::true_type{});
+    else compute_unit(u, i % Tl::kStages, std::false_type{});
+    __syncwarp();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // staging is reused for the cross-warp sum
+  reduce_and_store<Tl, 1, Act>(a, reinterpret_cast<float*>(staging), acc, row0, warp, lane);
+}
+
+template <class Traits, class Act, int kMaxTokens>
+void launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
+  using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
+  auto* kernel = &mmvq_int8_kernel<Traits, Act, kMaxTokens>;
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::kSmemBytes);
+  const unsigned blocks = static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows);
+  kernel<<<blocks, Tl::kThreads, Tl::kSmemBytes, stream>>>(a);
+  check_launch("mmvq (int8)");
+}
+
+// The MMVQ entry of one weight type: int8 tensor cores where the format has an int8 form and
+// M <= 8 (unless bf16 is asked for), bf16 tensor cores otherwise (MXFP8, M > 8).
+template <QuantType T>
+void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream) {
+  using Traits = FormatTraits<T>;
+  auto run = [&](auto act) {
+    using Act = decltype(act);
+    if constexpr (HasInt8<Traits>::value) {
+      if (math != MmvqMath::kBf16 && a.m <= kMmvqInt8MaxTokens) {
+        if (a.m == 1) return launch_mmvq_int8_as<Traits, Act, 1>(a, stream);
+        return launch_mmvq_int8_as<Traits, Act, kMmvqInt8MaxTokens>(a, stream);
+      }
+    }
+    if (a.m <= 8) return launch_mmvq_tiles<Traits, 1, Act>(a, stream);
+    return launch_mmvq_tiles<Traits, 2, Act>(a, stream);
+  };
+  switch (act_type) {
+    case FloatType::F32:
+      return run(float{});
+    case FloatType::BF16:
+      return run(__nv_bfloat16{});
+    case FloatType::F16:
+      return run(__half{});
+  }
+}
+
+}  // namespace lowbit::cuda_detail
