@@ -1,0 +1,31 @@
+"""Runs one MMVQ configuration a few times, for a profiler (ncu) to capture:
+    ncu -k regex:mmvq --launch-skip 3 --launch-count 1 python3 benchmarks/profile_mmvq.py iq4_xs 1 int8
+Arguments: type, M, math (auto | bf16 | int8); N = 4096, K = 14336, bf16 activations."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import lowbit  # noqa: E402
+from lowbit.testing import random_weight  # noqa: E402
+
+
+def main() -> int:
+    qtype = lowbit.as_quant_type(sys.argv[1])
+    m, math = int(sys.argv[2]), sys.argv[3]
+    dev = torch.device("cuda")
+    w, s = random_weight(qtype, 4096, 14336, np.random.default_rng(0), device=dev)
+    x = torch.randn(m, 14336, device=dev, dtype=torch.bfloat16)
+    for _ in range(5):
+        torch.ops.lowbit.mmvq(x, w, int(qtype), scales=s, math=math)
+    torch.cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
