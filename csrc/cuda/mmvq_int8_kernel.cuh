@@ -24,56 +24,63 @@ template <class Traits, int kMaxTokens>
 struct MmvqInt8Tiling : MmvqTiling<Traits> {
   using Base = MmvqTiling<Traits>;
   static constexpr bool kPackedTernary = Traits::kCodebook == Codebook::kIq1s;
-  // Tables in shared memory: the grid (IQ1: packed to nibbles, half the bytes) and sign masks.
-  static constexpr int kGridBytes = kPackedTernary ? LOWBIT_IQ1S_GRID_SIZE * 4 : Base::kCodebookBytes;
-  static constexpr int kSignBytes = Traits::kI8SignMasks ? 256 * static_cast<int>(sizeof(SignMask)) : 0;
-  static constexpr int kTableBytes = kGridBytes + kSignBytes;
+  // The grid in shared memory (IQ1: packed to nibbles, half the bytes of the int8 rows).
+  static constexpr int kTableBytes = kPackedTernary ? LOWBIT_IQ1S_GRID_SIZE * 4 : Base::kCodebookBytes;
   // Per warp after its ring: the unit's int8 activations [token][256] and scales [sub-block][8].
   static constexpr int kActScaleBytes = 8 * 8 * 4;
   static constexpr int kActBytes = kMaxTokens * 256 + kActScaleBytes;
   static constexpr int kWarpBytes = Base::kWarpBytes + kActBytes;
   static constexpr int kSmemBytes =
       kTableBytes + (Base::kWarps * kWarpBytes > Base::reduce_bytes(1) ? Base::kWarps * kWarpBytes : Base::reduce_bytes(1));
+  // Scale groups per 256-weight unit.
+  static constexpr int kScaleGroups = 256 / Traits::kI8ScaleElems;
 };
 
-// Builds the format's int8 decode tables in shared memory with the whole block (caller syncs).
+// Builds the format's int8 decode table in shared memory with the whole block (caller syncs).
 template <class Traits, class Tl>
 __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
-  Codebooks cb;
   if constexpr (Tl::kPackedTernary) {
     uint32_t* packed = reinterpret_cast<uint32_t*>(shared);
     for (int i = threadIdx.x; i < LOWBIT_IQ1S_GRID_SIZE; i += blockDim.x) packed[i] = pack_ternary_row(kIq1sGridDevice[i]);
+    Codebooks cb;
     cb.iq1s_packed = packed;
-  } else if constexpr (Tl::kGridBytes > 0) {
-    cb = shared_codebooks<Traits::kCodebook>(shared);
+    return cb;
+  } else {
+    return shared_codebooks<Traits::kCodebook>(shared);
   }
-  if constexpr (Tl::kSignBytes > 0) {
-    SignMask* masks = reinterpret_cast<SignMask*>(shared + Tl::kGridBytes);
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) masks[i] = make_sign_mask(static_cast<uint32_t>(i));
-    cb.sign_masks = masks;
-  }
-  return cb;
 }
 
-// Eight activations as float32 (zeros when !valid).
+// A lane's eight activations of one token as loaded (16 bytes for 16-bit types, 32 for float32),
+// so that the next unit's can be in flight while the current one is computed.
 template <class Act>
-__device__ __forceinline__ void load8_f32(const Act* p, bool valid, float (&v)[8]) {
-  if constexpr (std::is_same_v<Act, float>) {
-    const float4 lo = valid ? reinterpret_cast<const float4*>(p)[0] : make_float4(0, 0, 0, 0);
-    const float4 hi = valid ? reinterpret_cast<const float4*>(p)[1] : make_float4(0, 0, 0, 0);
-    v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
-  } else {
-    const uint4 raw = valid ? *reinterpret_cast<const uint4*>(p) : make_uint4(0, 0, 0, 0);
-    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+struct RawActivations {
+  static constexpr int kVectors = sizeof(Act) == 4 ? 2 : 1;
+  uint4 v[kVectors];
+
+  __device__ __forceinline__ void load(const Act* p, bool valid) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      float2 f;
-      if constexpr (std::is_same_v<Act, __half>) f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-      else f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
-      v[2 * i] = f.x, v[2 * i + 1] = f.y;
+    for (int i = 0; i < kVectors; ++i) v[i] = valid ? reinterpret_cast<const uint4*>(p)[i] : make_uint4(0, 0, 0, 0);
+  }
+
+  __device__ __forceinline__ void to_float(float (&f)[8]) const {
+    if constexpr (std::is_same_v<Act, float>) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        f[4 * i] = __uint_as_float(v[i].x), f[4 * i + 1] = __uint_as_float(v[i].y);
+        f[4 * i + 2] = __uint_as_float(v[i].z), f[4 * i + 3] = __uint_as_float(v[i].w);
+      }
+    } else {
+      const uint32_t w[4] = {v[0].x, v[0].y, v[0].z, v[0].w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float2 p;
+        if constexpr (std::is_same_v<Act, __half>) p = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+        else p = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+        f[2 * i] = p.x, f[2 * i + 1] = p.y;
+      }
     }
   }
-}
+};
 
 // Quantizes a lane's eight activations (weights 8 * lane .. of the unit; a sub-block is four
 // lanes) to int8 with the sub-block's scale, returning the scale. Round to nearest even via the
@@ -110,12 +117,13 @@ __global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
   const int u_begin = warp * units / Tl::kWarps;
   const int u_end = (warp + 1) * units / Tl::kWarps;
   uint8_t* const ring = staging + warp * Tl::kWarpBytes;
-  uint8_t* const act_q = ring + Tl::Base::kWarpBytes;  // [token][256] int8
+  uint8_t* const act_q = ring + Tl::Base::kWarpBytes;                         // [token][256] int8
   float* const act_scale = reinterpret_cast<float*>(act_q + kMaxTokens * 256);  // [sub-block][8 tokens]
   const Act* const x = static_cast<const Act*>(a.x);
 
-  auto stage = [&](int u, int slot) { stage_unit<Tl>(a, row0, row_bytes, u, ring + slot * Tl::kStageBytes, lane); };
-  // weights first: their copies fly while the block builds its tables
+  const RowStager<Tl> stager(a, row0, row_bytes, lane);
+  auto stage = [&](int u, int slot) { stager.stage(u, ring + slot * Tl::kStageBytes); };
+  // weights first: their copies fly while the block builds its table
 #pragma unroll
   for (int i = 0; i < Tl::kStages - 1; ++i) {
     if (u_begin + i < u_end) stage(u_begin + i, i);
@@ -125,25 +133,37 @@ __global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
   for (int i = lane; i < 64; i += 32) act_scale[i] = 0.0f;  // scales of tokens >= M stay finite
   __syncthreads();
 
-  // Lane l quantizes weights [8l, 8l + 8) of the unit for every token, up to 4 tokens' loads in flight.
-  auto quantize_unit = [&](int u) {
+  // Lane l quantizes weights [8l, 8l + 8) of a unit for every token. The loads of unit u + 1 are
+  // issued before unit u is computed (kPrefetch tokens; float32 tokens past 4 load when used).
+  constexpr int kPrefetch = sizeof(Act) == 4 && kMaxTokens > 4 ? 4 : kMaxTokens;
+  auto load_token = [&](int u, int m, RawActivations<Act>& raw) {
     const int64_t k = static_cast<int64_t>(u) * Tl::kUnitElems + 8 * lane;
-    const bool in_k = k < a.k;  // K is whole 32-weight blocks: a sub-block is all in or all out
+    // K is whole 32-weight blocks: a sub-block is all in or all out
+    raw.load(x + m * a.x_row_stride + k, u < u_end && k < a.k && m < a.m);
+  };
+  auto quantize_token = [&](int m, const RawActivations<Act>& raw) {
+    float v[8];
+    raw.to_float(v);
+    uint32_t q[2];
+    const float d = quantize8(v, q);
+    *reinterpret_cast<uint2*>(act_q + m * 256 + 8 * lane) = make_uint2(q[0], q[1]);
+    if (t == 0) act_scale[(lane >> 2) * 8 + m] = d;
+  };
+  RawActivations<Act> next[kPrefetch];
 #pragma unroll
-    for (int m0 = 0; m0 < kMaxTokens; m0 += 4) {
-      if (m0 >= a.m) break;
-      constexpr int kChunk = kMaxTokens < 4 ? kMaxTokens : 4;
-      float v[kChunk][8];
+  for (int m = 0; m < kPrefetch; ++m) load_token(u_begin, m, next[m]);
+  auto quantize_unit = [&](int u) {
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i) load8_f32<Act>(x + (m0 + i) * a.x_row_stride + k, in_k && m0 + i < a.m, v[i]);
+    for (int m = 0; m < kPrefetch; ++m) {
+      if (m < a.m) quantize_token(m, next[m]);
+      load_token(u + 1, m, next[m]);
+    }
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i) {
-        if (m0 + i >= a.m) break;
-        uint32_t q[2];
-        const float d = quantize8(v[i], q);
-        *reinterpret_cast<uint2*>(act_q + (m0 + i) * 256 + 8 * lane) = make_uint2(q[0], q[1]);
-        if (t == 0) act_scale[(lane >> 2) * 8 + m0 + i] = d;
-      }
+    for (int m = kPrefetch; m < kMaxTokens; ++m) {
+      if (m >= a.m) break;
+      RawActivations<Act> raw;
+      load_token(u, m, raw);
+      quantize_token(m, raw);
     }
   };
 
@@ -157,6 +177,24 @@ __global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
     const uint8_t* hi = staged_row<Tl>(a, st, g + 8, row_hi, u);
     const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
     const int subs = kFull ? 8 : static_cast<int>((a.k - k0) / 32);
+    auto block_ref = [&](const uint8_t* row, int64_t n_row, int s) {
+      uint8_t split = 0;
+      if constexpr (Traits::kSplitScales) split = n_row < a.n ? a.scales[n_row * a.scale_row_stride + k0 / 32 + s] : uint8_t{0};
+      return BlockRef{row + (Tl::kBlocksPerUnit == 1 ? 0 : s) * Traits::kBlockBytes, split};
+    };
+    // the unit's weight scales first: loads shared by its sub-blocks are read once
+    float w_lo[Tl::kScaleGroups], w_hi[Tl::kScaleGroups];
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      if (!kFull && s >= subs) break;
+      constexpr int kPerSub = kHalfScales ? 2 : 1;
+      const int sub = Tl::kBlocksPerUnit == 1 ? s : 0;  // sub-block within its block
+#pragma unroll
+      for (int h = 0; h < kPerSub; ++h) {
+        w_lo[kPerSub * s + h] = Traits::scale_i8(block_ref(lo, row_lo, s), kPerSub * sub + h);
+        w_hi[kPerSub * s + h] = Traits::scale_i8(block_ref(hi, row_hi, s), kPerSub * sub + h);
+      }
+    }
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
       if (!kFull && s >= subs) break;
@@ -175,37 +213,26 @@ __global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
       }
       const float2 xs = *reinterpret_cast<const float2*>(act_scale + s * 8 + 2 * t);  // tokens 2t, 2t + 1
 
-      const int block = Tl::kBlocksPerUnit == 1 ? 0 : s;
       const int group = Tl::kBlocksPerUnit == 1 ? s * 4 + t : t;
-      const int sub = Tl::kBlocksPerUnit == 1 ? s : 0;  // sub-block within the block
-      uint8_t scale_lo = 0, scale_hi = 0;
-      if constexpr (Traits::kSplitScales) {
-        const int64_t sb = k0 / 32 + s;
-        scale_lo = row_lo < a.n ? a.scales[row_lo * a.scale_row_stride + sb] : uint8_t{0};
-        scale_hi = row_hi < a.n ? a.scales[row_hi * a.scale_row_stride + sb] : uint8_t{0};
-      }
-      const BlockRef ref_lo{lo + block * Traits::kBlockBytes, scale_lo};
-      const BlockRef ref_hi{hi + block * Traits::kBlockBytes, scale_hi};
-      const Int8Group q_lo = Traits::decode_i8(ref_lo, group, cb);
-      const Int8Group q_hi = Traits::decode_i8(ref_hi, group, cb);
+      const Int8Group q_lo = Traits::decode_i8(block_ref(lo, row_lo, s), group, cb);
+      const Int8Group q_hi = Traits::decode_i8(block_ref(hi, row_hi, s), group, cb);
       const uint32_t frag[4] = {q_lo.q[0], q_hi.q[0], q_lo.q[1], q_hi.q[1]};
 
-      auto accumulate = [&](uint32_t bb0, uint32_t bb1, int scale_group) {
+      auto accumulate = [&](uint32_t bb0, uint32_t bb1, float wl, float wh) {
         int c[4];
         mma_s8_m16n8k32(c, frag, bb0, bb1);
-        const float w_lo = Traits::scale_i8(ref_lo, scale_group), w_hi = Traits::scale_i8(ref_hi, scale_group);
-        acc[0][0] = fmaf(static_cast<float>(c[0]), w_lo * xs.x, acc[0][0]);
-        acc[0][2] = fmaf(static_cast<float>(c[2]), w_hi * xs.x, acc[0][2]);
+        acc[0][0] = fmaf(static_cast<float>(c[0]), wl * xs.x, acc[0][0]);
+        acc[0][2] = fmaf(static_cast<float>(c[2]), wh * xs.x, acc[0][2]);
         if constexpr (kMaxTokens > 1) {
-          acc[0][1] = fmaf(static_cast<float>(c[1]), w_lo * xs.y, acc[0][1]);
-          acc[0][3] = fmaf(static_cast<float>(c[3]), w_hi * xs.y, acc[0][3]);
+          acc[0][1] = fmaf(static_cast<float>(c[1]), wl * xs.y, acc[0][1]);
+          acc[0][3] = fmaf(static_cast<float>(c[3]), wh * xs.y, acc[0][3]);
         }
       };
       if constexpr (kHalfScales) {  // lanes t < 2 hold the first 16 weights
-        accumulate(t < 2 ? b0 : 0u, t < 2 ? b1 : 0u, 2 * sub);
-        accumulate(t < 2 ? 0u : b0, t < 2 ? 0u : b1, 2 * sub + 1);
+        accumulate(t < 2 ? b0 : 0u, t < 2 ? b1 : 0u, w_lo[2 * s], w_hi[2 * s]);
+        accumulate(t < 2 ? 0u : b0, t < 2 ? 0u : b1, w_lo[2 * s + 1], w_hi[2 * s + 1]);
       } else {
-        accumulate(b0, b1, sub);
+        accumulate(b0, b1, w_lo[s], w_hi[s]);
       }
     }
   };

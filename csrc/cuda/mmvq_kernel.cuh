@@ -52,36 +52,50 @@ struct MmvqTiling {
   }
 };
 
-// Copies unit u of the 16 rows starting at row0 into `dst` (one stage of a warp's ring) as the
-// aligned 16-byte pieces around it, with the warp's 32 lanes, and commits the copies as one
-// cp.async group. Bytes before or after the unit belong to the tensor (neighbouring units or
-// rows), except past its very end, where the piece is copied byte by byte; rows past N are
-// zero-filled.
+// Copies units of a warp's 16 rows into its ring stages: lanes 2r and 2r + 1 copy the aligned
+// 16-byte pieces around row r's unit (even and odd pieces) with cp.async and commit them as one
+// group. Bytes before or after the unit belong to the tensor (neighbouring units or rows),
+// except past its very end, where a piece is copied byte by byte; rows past N are zero-filled.
+// The row address is computed once: per unit a lane issues its pieces and little else.
 template <class Tl>
-__device__ __forceinline__ void stage_unit(const MmvqArgs& a, int64_t row0, int64_t row_bytes, int u, uint8_t* dst,
-                                           int lane) {
-  const uint8_t* const w_end = a.w + (a.n - 1) * a.w_row_stride + row_bytes;
-  const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
-  const int64_t unit_len = row_bytes - unit_start < Tl::kUnitBytes ? row_bytes - unit_start : Tl::kUnitBytes;
-  for (int c = lane; c < Tl::kRows * Tl::kChunks; c += 32) {
-    const int r = c / Tl::kChunks, ch = c - r * Tl::kChunks;
-    const int64_t row = row0 + r;
-    uint8_t* piece = dst + r * Tl::kSpanBytes + ch * 16;
-    if (row >= a.n) {
-      *reinterpret_cast<uint4*>(piece) = make_uint4(0, 0, 0, 0);
-      continue;
-    }
-    const uint8_t* unit = a.w + row * a.w_row_stride + unit_start;
-    const uint8_t* src = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(unit) & ~uintptr_t{15}) + ch * 16;
-    if (src >= unit + unit_len) continue;  // past the unit: never decoded
-    if (w_end - src >= 16) {
-      cp_async_16(piece, src, 16);
-    } else {
-      for (int i = 0; i < 16; ++i) piece[i] = src + i < w_end ? src[i] : uint8_t{0};
-    }
+struct RowStager {
+  const uint8_t* row;  // this lane's row, nullptr past N
+  const uint8_t* w_end;
+  int64_t row_bytes;
+  int r, half;
+
+  __device__ __forceinline__ RowStager(const MmvqArgs& a, int64_t row0, int64_t row_bytes_, int lane)
+      : row_bytes(row_bytes_), r(lane >> 1), half(lane & 1) {
+    w_end = a.w + (a.n - 1) * a.w_row_stride + row_bytes;
+    row = row0 + r < a.n ? a.w + (row0 + r) * a.w_row_stride : nullptr;
   }
-  cp_async_commit();
-}
+
+  __device__ __forceinline__ void stage(int u, uint8_t* stage_base) const {
+    uint8_t* dst = stage_base + r * Tl::kSpanBytes;
+    if (row == nullptr) {
+      for (int ch = half; ch < Tl::kChunks; ch += 2) *reinterpret_cast<uint4*>(dst + 16 * ch) = make_uint4(0, 0, 0, 0);
+    } else {
+      const int64_t start = static_cast<int64_t>(u) * Tl::kUnitBytes;
+      const int64_t len = row_bytes - start < Tl::kUnitBytes ? row_bytes - start : Tl::kUnitBytes;
+      const uint8_t* p = row + start;
+      const uint8_t* base = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{15});
+      const int pieces = static_cast<int>((p - base) + len + 15) >> 4;
+      if (base + 16 * pieces <= w_end) {
+        for (int ch = half; ch < pieces; ch += 2) cp_async_16(dst + 16 * ch, base + 16 * ch, 16);
+      } else {  // the tensor's last unit: never read past its last byte
+        for (int ch = half; ch < pieces; ch += 2) {
+          const uint8_t* src = base + 16 * ch;
+          if (w_end - src >= 16) {
+            cp_async_16(dst + 16 * ch, src, 16);
+          } else {
+            for (int i = 0; i < 16; ++i) dst[16 * ch + i] = src + i < w_end ? src[i] : uint8_t{0};
+          }
+        }
+      }
+    }
+    cp_async_commit();
+  }
+};
 
 // Where row `row` of unit u starts inside a stage that holds it at `row_in_stage`.
 template <class Tl>
@@ -173,7 +187,8 @@ __global__ void __launch_bounds__(256, 2) mmvq_kernel(MmvqArgs a) {
   const Act* const x = static_cast<const Act*>(a.x);
   __syncthreads();  // codebook in shared memory
 
-  auto stage = [&](int u, int slot) { stage_unit<Tl>(a, row0, row_bytes, u, ring + slot * Tl::kStageBytes, lane); };
+  const RowStager<Tl> stager(a, row0, row_bytes, lane);
+  auto stage = [&](int u, int slot) { stager.stage(u, ring + slot * Tl::kStageBytes); };
 
   float acc[kTiles][4] = {};
   const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;

@@ -30,16 +30,7 @@ constexpr uint32_t table_word(const uint8_t (&t)[16], int i) {
 constexpr uint8_t abs_i8(uint8_t b) { return b & 0x80u ? static_cast<uint8_t>(0x100u - b) : b; }
 }  // namespace codebook
 
-// Tables derived from the format data for the int8 decoders (built once, on first use).
-inline const SignMask* host_sign_masks() {
-  static const std::array<SignMask, 256> table = [] {
-    std::array<SignMask, 256> t{};
-    for (uint32_t s = 0; s < 256; ++s) t[s] = make_sign_mask(s);
-    return t;
-  }();
-  return table.data();
-}
-
+// The packed IQ1 grid for the int8 decoders (built once, on first use).
 inline const uint32_t* host_iq1s_packed() {
   static const std::array<uint32_t, LOWBIT_IQ1S_GRID_SIZE> table = [] {
     std::array<uint32_t, LOWBIT_IQ1S_GRID_SIZE> t{};
@@ -57,7 +48,6 @@ inline Codebooks host_codebooks() {
   cb.iq3xxs_grid = codebook::kIq3xxsGrid;
   cb.iq3s_grid = codebook::kIq3sGrid;
   cb.iq1s_grid = codebook::kIq1sGrid;
-  cb.sign_masks = host_sign_masks();
   cb.iq1s_packed = host_iq1s_packed();
   return cb;
 }

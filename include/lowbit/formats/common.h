@@ -294,27 +294,14 @@ LOWBIT_HD int i8_element(I8Order order, int g, int j) {
   return 32 * run + 4 * t + 2 * (j >> 2) + ((j >> 1) & 1) + 16 * (j & 1);
 }
 
-// Sign bytes of eight weights as masks: m bytes 0xFF where bit i of the sign byte is set, one
-// bytes 0x01 there. (mag ^ m) + one negates exactly those bytes (mag >= 1 there: no carries).
-struct SignMask {
-  uint32_t m[2];
-  uint32_t one[2];
-};
-
-LOWBIT_HD SignMask make_sign_mask(uint32_t signs) {
-  SignMask r{};
-LOWBIT_UNROLL
-  for (int i = 0; i < 8; ++i) {
-    if ((signs >> i) & 1u) {
-      r.m[i >> 2] |= 0xFFu << (8 * (i & 3));
-      r.one[i >> 2] |= 0x01u << (8 * (i & 3));
-    }
-  }
-  return r;
-}
-
-LOWBIT_HD Int8Group apply_signs(uint32_t mag0, uint32_t mag1, const SignMask& s) {
-  return Int8Group{{(mag0 ^ s.m[0]) + s.one[0], (mag1 ^ s.m[1]) + s.one[1]}};
+// Eight magnitudes (bytes 1..127) with eight sign bits (bit i negates byte i) as int8. Each sign
+// nibble spreads to one bit per byte (bits land at 0, 7, 14, 21 of the product); a negated byte
+// is (mag ^ 0xFF) + 1, which cannot carry since mag >= 1. Arithmetic rather than a mask table:
+// a table's random 16-byte shared-memory reads limited the kernels (ncu: 52% excess wavefronts).
+LOWBIT_HD Int8Group apply_sign_bits(uint32_t mag0, uint32_t mag1, uint32_t signs) {
+  const uint32_t one0 = ((signs & 0xFu) * 0x00204081u) & 0x01010101u;
+  const uint32_t one1 = (((signs >> 4) & 0xFu) * 0x00204081u) & 0x01010101u;
+  return Int8Group{{(mag0 ^ (one0 * 0xFFu)) + one0, (mag1 ^ (one1 * 0xFFu)) + one1}};
 }
 
 // A row of the ternary IQ1 grid (int8 -1/0/1 bytes) as eight nibbles grid + 1, element i in
@@ -327,8 +314,8 @@ LOWBIT_UNROLL
 }
 
 // The I-quant codebooks, wherever they live (host tables, device global or shared memory).
-// A kernel fills only the pointers its type uses. sign_masks (256 entries, indexed by a sign
-// byte) and iq1s_packed (pack_ternary_row of each iq1s row) serve the int8 decoders.
+// A kernel fills only the pointers its type uses. iq1s_packed (pack_ternary_row of each iq1s
+// row) serves the int8 decoder of IQ1_S / IQ1_M.
 struct Codebooks {
   const uint64_t* iq2xxs_grid = nullptr;
   const uint64_t* iq2xs_grid = nullptr;
@@ -336,7 +323,6 @@ struct Codebooks {
   const uint32_t* iq3xxs_grid = nullptr;
   const uint32_t* iq3s_grid = nullptr;
   const uint64_t* iq1s_grid = nullptr;
-  const SignMask* sign_masks = nullptr;
   const uint32_t* iq1s_packed = nullptr;
 };
 

@@ -48,7 +48,7 @@ LOWBIT_HD MagnitudeGroup grid_group(uint64_t grid_row, uint32_t sign_bits, float
 template <>
 struct FormatTraits<QuantType::IQ2_XXS>
     : BlockFormat<QuantType::IQ2_XXS, BlockIq2xxs, 256, /*kAlign=*/2, Codebook::kIq2xxs>,
-      Int8Form<I8Order::kContiguous, 32, /*kSignMasks=*/true> {
+      Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_xxs";
 
@@ -65,8 +65,8 @@ struct FormatTraits<QuantType::IQ2_XXS>
     const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
     const int l = g & 3;
     const uint64_t mag = cb.iq2xxs_grid[sub[l]];
-    const SignMask& s = cb.sign_masks[ksigns_iq2xs((load_u32<2>(sub + 4) >> (7 * l)) & 127u)];
-    return apply_signs(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32), s);
+    return apply_sign_bits(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32),
+                           ksigns_iq2xs((load_u32<2>(sub + 4) >> (7 * l)) & 127u));
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
@@ -78,7 +78,7 @@ struct FormatTraits<QuantType::IQ2_XXS>
 template <>
 struct FormatTraits<QuantType::IQ2_XS>
     : BlockFormat<QuantType::IQ2_XS, BlockIq2xs, 256, /*kAlign=*/2, Codebook::kIq2xs>,
-      Int8Form<I8Order::kContiguous, 16, /*kSignMasks=*/true> {
+      Int8Form<I8Order::kContiguous, 16> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_xs";
 
@@ -93,7 +93,7 @@ struct FormatTraits<QuantType::IQ2_XS>
   LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
     const uint32_t q = load_u16<2>(b.bytes + offsetof(Block, qs) + 2 * g);
     const uint64_t mag = cb.iq2xs_grid[q & 511u];
-    return apply_signs(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32), cb.sign_masks[ksigns_iq2xs(q >> 9)]);
+    return apply_sign_bits(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32), ksigns_iq2xs(q >> 9));
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group
@@ -105,7 +105,7 @@ struct FormatTraits<QuantType::IQ2_XS>
 template <>
 struct FormatTraits<QuantType::IQ2_S>
     : BlockFormat<QuantType::IQ2_S, BlockIq2s, 256, /*kAlign=*/2, Codebook::kIq2s>,
-      Int8Form<I8Order::kContiguous, 16, /*kSignMasks=*/true> {
+      Int8Form<I8Order::kContiguous, 16> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_s";
 
@@ -123,8 +123,8 @@ struct FormatTraits<QuantType::IQ2_S>
     const uint32_t qh = b.bytes[offsetof(Block, qh) + (g >> 2)];
     const uint32_t index = b.bytes[offsetof(Block, qs) + g] | ((qh << (8 - 2 * (g & 3))) & 0x300u);
     const uint64_t mag = cb.iq2s_grid[index];
-    return apply_signs(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32),
-                       cb.sign_masks[b.bytes[offsetof(Block, qs) + 32 + g]]);
+    return apply_sign_bits(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32),
+                           b.bytes[offsetof(Block, qs) + 32 + g]);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group

@@ -34,7 +34,7 @@ LOWBIT_HD MagnitudeGroup grid_pair_group(uint32_t row0, uint32_t row1, uint32_t 
 template <>
 struct FormatTraits<QuantType::IQ3_XXS>
     : BlockFormat<QuantType::IQ3_XXS, BlockIq3xxs, 256, /*kAlign=*/2, Codebook::kIq3xxs>,
-      Int8Form<I8Order::kContiguous, 32, /*kSignMasks=*/true> {
+      Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq3_xxs";
 
@@ -52,8 +52,8 @@ struct FormatTraits<QuantType::IQ3_XXS>
     const int ib = g >> 2, l = g & 3;
     const uint8_t* qs = b.bytes + offsetof(Block, qs);
     const uint32_t aux = load_u32<2>(qs + 64 + 4 * ib);
-    return apply_signs(cb.iq3xxs_grid[qs[8 * ib + 2 * l]], cb.iq3xxs_grid[qs[8 * ib + 2 * l + 1]],
-                       cb.sign_masks[ksigns_iq2xs((aux >> (7 * l)) & 127u)]);
+    return apply_sign_bits(cb.iq3xxs_grid[qs[8 * ib + 2 * l]], cb.iq3xxs_grid[qs[8 * ib + 2 * l + 1]],
+                           ksigns_iq2xs((aux >> (7 * l)) & 127u));
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
@@ -65,7 +65,7 @@ struct FormatTraits<QuantType::IQ3_XXS>
 template <>
 struct FormatTraits<QuantType::IQ3_S>
     : BlockFormat<QuantType::IQ3_S, BlockIq3s, 256, /*kAlign=*/2, Codebook::kIq3s>,
-      Int8Form<I8Order::kContiguous, 32, /*kSignMasks=*/true> {
+      Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq3_s";
 
@@ -88,7 +88,7 @@ struct FormatTraits<QuantType::IQ3_S>
     const uint32_t qh = b.bytes[offsetof(Block, qh) + ib];
     const uint32_t index0 = qs[2 * l] | ((qh << (8 - 2 * l)) & 256u);
     const uint32_t index1 = qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256u);
-    return apply_signs(cb.iq3s_grid[index0], cb.iq3s_grid[index1], cb.sign_masks[b.bytes[offsetof(Block, signs) + 4 * ib + l]]);
+    return apply_sign_bits(cb.iq3s_grid[index0], cb.iq3s_grid[index1], b.bytes[offsetof(Block, signs) + 4 * ib + l]);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {

@@ -39,11 +39,10 @@ struct BlockFormat {
   static constexpr bool kSplitScales = kSplit;
 };
 
-template <I8Order kOrder, int kScaleElems, bool kSignMasks = false>
+template <I8Order kOrder, int kScaleElems>
 struct Int8Form {
   static constexpr I8Order kI8Order = kOrder;
   static constexpr int kI8ScaleElems = kScaleElems;
-  static constexpr bool kI8SignMasks = kSignMasks;  // decode_i8 reads cb.sign_masks
 };
 
 inline constexpr int kGroupElems = 8;  // every decode primitive yields eight weights
