@@ -26,14 +26,18 @@ struct MmvqInt8Tiling : MmvqTiling<Traits> {
   static constexpr bool kPackedTernary = Traits::kCodebook == Codebook::kIq1s;
   // The grid in shared memory (IQ1: packed to nibbles, half the bytes of the int8 rows).
   static constexpr int kTableBytes = kPackedTernary ? LOWBIT_IQ1S_GRID_SIZE * 4 : Base::kCodebookBytes;
+  // Two stages per warp: with up to 14 warps per block (two blocks per SM), a unit takes a warp
+  // longer than a DRAM round trip, so one unit in flight suffices (and fits shared memory).
+  static constexpr int kStages = 2;
+  static constexpr int kRingBytes = kStages * Base::kStageBytes;
   // Per warp after its ring: the unit's int8 activations [token][256] and scales [sub-block][8].
   static constexpr int kActScaleBytes = 8 * 8 * 4;
   static constexpr int kActBytes = kMaxTokens * 256 + kActScaleBytes;
-  static constexpr int kWarpBytes = Base::kWarpBytes + kActBytes;
-  static constexpr int kSmemBytes =
-      kTableBytes + (Base::kWarps * kWarpBytes > Base::reduce_bytes(1) ? Base::kWarps * kWarpBytes : Base::reduce_bytes(1));
-  // Scale groups per 256-weight unit.
-  static constexpr int kScaleGroups = 256 / Traits::kI8ScaleElems;
+  static constexpr int kWarpBytes = kRingBytes + kActBytes;
+  static constexpr int kMaxWarps = 14;  // __launch_bounds__: two blocks of 448 threads at <= 72 registers
+  static constexpr int smem_bytes(int warps) {
+    return kTableBytes + (warps * kWarpBytes > warps * 512 ? warps * kWarpBytes : warps * 512);
+  }
 };
 
 // Builds the format's int8 decode table in shared memory with the whole block (caller syncs).
@@ -103,7 +107,7 @@ __device__ __forceinline__ float quantize8(const float (&v)[8], uint32_t (&q)[2]
 }
 
 template <class Traits, class Act, int kMaxTokens>
-__global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
+__global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxWarps, 2) mmvq_int8_kernel(MmvqArgs a) {
   using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
   constexpr bool kHalfScales = Traits::kI8ScaleElems == 16;
   extern __shared__ __align__(16) uint8_t smem[];
@@ -114,10 +118,11 @@ __global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
   const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
   const int units = static_cast<int>((a.k + Tl::kUnitElems - 1) / Tl::kUnitElems);
-  const int u_begin = warp * units / Tl::kWarps;
-  const int u_end = (warp + 1) * units / Tl::kWarps;
+  const int warps = static_cast<int>(blockDim.x >> 5);  // K slices, chosen at launch
+  const int u_begin = warp * units / warps;
+  const int u_end = (warp + 1) * units / warps;
   uint8_t* const ring = staging + warp * Tl::kWarpBytes;
-  uint8_t* const act_q = ring + Tl::Base::kWarpBytes;                         // [token][256] int8
+  uint8_t* const act_q = ring + Tl::kRingBytes;                               // [token][256] int8
   float* const act_scale = reinterpret_cast<float*>(act_q + kMaxTokens * 256);  // [sub-block][8 tokens]
   const Act* const x = static_cast<const Act*>(a.x);
 
@@ -134,8 +139,10 @@ __global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
   __syncthreads();
 
   // Lane l quantizes weights [8l, 8l + 8) of a unit for every token. The loads of unit u + 1 are
-  // issued before unit u is computed (kPrefetch tokens; float32 tokens past 4 load when used).
-  constexpr int kPrefetch = sizeof(Act) == 4 && kMaxTokens > 4 ? 4 : kMaxTokens;
+  // issued before unit u is computed for the first kPrefetch tokens (16 registers); the others
+  // load when used.
+  constexpr int kPrefetchMax = sizeof(Act) == 4 ? 2 : 4;
+  constexpr int kPrefetch = kMaxTokens < kPrefetchMax ? kMaxTokens : kPrefetchMax;
   auto load_token = [&](int u, int m, RawActivations<Act>& raw) {
     const int64_t k = static_cast<int64_t>(u) * Tl::kUnitElems + 8 * lane;
     // K is whole 32-weight blocks: a sub-block is all in or all out
@@ -182,17 +189,16 @@ __global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
       if constexpr (Traits::kSplitScales) split = n_row < a.n ? a.scales[n_row * a.scale_row_stride + k0 / 32 + s] : uint8_t{0};
       return BlockRef{row + (Tl::kBlocksPerUnit == 1 ? 0 : s) * Traits::kBlockBytes, split};
     };
-    // the unit's weight scales first: loads shared by its sub-blocks are read once
-    float w_lo[Tl::kScaleGroups], w_hi[Tl::kScaleGroups];
+    // The unit's weight scales first, so that loads its sub-blocks share are read once (formats
+    // with a scale per 16 weights, twice the registers, take theirs per sub-block instead).
+    float w_lo[8], w_hi[8];
+    if constexpr (!kHalfScales) {
 #pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      if (!kFull && s >= subs) break;
-      constexpr int kPerSub = kHalfScales ? 2 : 1;
-      const int sub = Tl::kBlocksPerUnit == 1 ? s : 0;  // sub-block within its block
-#pragma unroll
-      for (int h = 0; h < kPerSub; ++h) {
-        w_lo[kPerSub * s + h] = Traits::scale_i8(block_ref(lo, row_lo, s), kPerSub * sub + h);
-        w_hi[kPerSub * s + h] = Traits::scale_i8(block_ref(hi, row_hi, s), kPerSub * sub + h);
+      for (int s = 0; s < 8; ++s) {
+        if (!kFull && s >= subs) break;
+        const int sub = Tl::kBlocksPerUnit == 1 ? s : 0;  // sub-block within its block
+        w_lo[s] = Traits::scale_i8(block_ref(lo, row_lo, s), sub);
+        w_hi[s] = Traits::scale_i8(block_ref(hi, row_hi, s), sub);
       }
     }
 #pragma unroll
@@ -229,8 +235,9 @@ __global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
         }
       };
       if constexpr (kHalfScales) {  // lanes t < 2 hold the first 16 weights
-        accumulate(t < 2 ? b0 : 0u, t < 2 ? b1 : 0u, w_lo[2 * s], w_hi[2 * s]);
-        accumulate(t < 2 ? 0u : b0, t < 2 ? 0u : b1, w_lo[2 * s + 1], w_hi[2 * s + 1]);
+        const BlockRef r_lo = block_ref(lo, row_lo, s), r_hi = block_ref(hi, row_hi, s);
+        accumulate(t < 2 ? b0 : 0u, t < 2 ? b1 : 0u, Traits::scale_i8(r_lo, 2 * s), Traits::scale_i8(r_hi, 2 * s));
+        accumulate(t < 2 ? 0u : b0, t < 2 ? 0u : b1, Traits::scale_i8(r_lo, 2 * s + 1), Traits::scale_i8(r_hi, 2 * s + 1));
       } else {
         accumulate(b0, b1, w_lo[s], w_hi[s]);
       }
@@ -250,16 +257,31 @@ __global__ void __launch_bounds__(256, 2) mmvq_int8_kernel(MmvqArgs a) {
   }
   cp_async_wait<0>();
   __syncthreads();  // staging is reused for the cross-warp sum
-  reduce_and_store<Tl, 1, Act>(a, reinterpret_cast<float*>(staging), acc, row0, warp, lane);
+  reduce_and_store<1, Act>(a, reinterpret_cast<float*>(staging), acc, row0, warp, lane);
+}
+
+// K slices per 16-row tile: as few units per warp as possible (the block's makespan), then as
+// few warps as reach it; two blocks per SM must fit in shared memory. K = 14336 (56 units): 14
+// warps of 4 units.
+template <class Tl>
+int int8_warps_per_tile(int64_t k) {
+  const int units = static_cast<int>((k + Tl::kUnitElems - 1) / Tl::kUnitElems);
+  constexpr int kBudget = 113 * 1024;  // per block, two blocks per SM
+  int best = 1;
+  for (int w = 1; w <= Tl::kMaxWarps && Tl::smem_bytes(w) <= kBudget; ++w)
+    if ((units + w - 1) / w < (units + best - 1) / best) best = w;
+  return best;
 }
 
 template <class Traits, class Act, int kMaxTokens>
 void launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
   using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
   auto* kernel = &mmvq_int8_kernel<Traits, Act, kMaxTokens>;
-  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::kSmemBytes);
+  const int warps = int8_warps_per_tile<Tl>(a.k);
+  const int smem = Tl::smem_bytes(warps);
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::smem_bytes(Tl::kMaxWarps));
   const unsigned blocks = static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows);
-  kernel<<<blocks, Tl::kThreads, Tl::kSmemBytes, stream>>>(a);
+  kernel<<<blocks, 32 * warps, smem, stream>>>(a);
   check_launch("mmvq (int8)");
 }
 

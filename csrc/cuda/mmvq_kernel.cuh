@@ -147,21 +147,21 @@ template <>
 __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 
 // Sums the warps' mma accumulators (the m16n8 C fragment layout) in a fixed order and writes y.
-// `partial` holds kWarps * kTiles * 128 floats and may alias the staging (the caller has
-// synchronized the block after the last read of it).
-template <class Tl, int kTiles, class Act>
+// `partial` holds (warps of the block) * kTiles * 128 floats and may alias the staging (the
+// caller has synchronized the block after the last read of it).
+template <int kTiles, class Act>
 __device__ __forceinline__ void reduce_and_store(const MmvqArgs& a, float* partial, const float (&acc)[kTiles][4],
                                                  int64_t row0, int warp, int lane) {
+  const int warps = static_cast<int>(blockDim.x >> 5);
 #pragma unroll
   for (int nt = 0; nt < kTiles; ++nt)
 #pragma unroll
     for (int c = 0; c < 4; ++c) partial[((warp * kTiles + nt) * 4 + c) * 32 + lane] = acc[nt][c];
   __syncthreads();
   Act* const y = static_cast<Act*>(a.y);
-  for (int e = threadIdx.x; e < kTiles * 4 * 32; e += Tl::kThreads) {
+  for (int e = threadIdx.x; e < kTiles * 4 * 32; e += static_cast<int>(blockDim.x)) {
     float sum = 0.0f;
-#pragma unroll
-    for (int w = 0; w < Tl::kWarps; ++w) sum += partial[w * kTiles * 128 + e];
+    for (int w = 0; w < warps; ++w) sum += partial[w * kTiles * 128 + e];
     const int nt = e >> 7, c = (e >> 5) & 3, ln = e & 31;
     const int64_t row = row0 + (ln >> 2) + (c >= 2 ? 8 : 0);
     const int token = nt * 8 + 2 * (ln & 3) + (c & 1);
@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(256, 2) mmvq_kernel(MmvqArgs a) {
   cp_async_wait<0>();
   __syncthreads();  // staging is reused for the cross-warp sum
 
-  reduce_and_store<Tl, kTiles, Act>(a, reinterpret_cast<float*>(staging), acc, row0, warp, lane);
+  reduce_and_store<kTiles, Act>(a, reinterpret_cast<float*>(staging), acc, row0, warp, lane);
 }
 
 void configure_shared_memory(const void* kernel, int bytes);
