@@ -73,6 +73,11 @@ bool mmvq_int8_supported(QuantType t, int64_t m) {
   return visit_weight_type(t, [](auto traits) { return HasInt8<decltype(traits)>::value; });
 }
 
+MmvqMath resolve_mmvq_math(QuantType t, int64_t m, MmvqMath requested) {
+  if (requested != MmvqMath::kAuto) return requested;
+  return mmvq_int8_supported(t, m) ? MmvqMath::kInt8 : MmvqMath::kBf16;
+}
+
 int mmvq_max_tokens(QuantType t, const DeviceFacts& device) {
   for (const MmvqLimit& l : kMmvqLimits) {
     const bool arch = l.compute_major == 0 || l.compute_major == device.compute_major;

@@ -73,8 +73,14 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
   });
 }
 
+size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math) {
+  if (resolve_mmvq_math(t, m, math) != MmvqMath::kInt8) return 0;
+  return static_cast<size_t>(cuda_detail::int8_activation_bytes(m, k));
+}
+
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
-          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math) {
+          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math, void* workspace,
+          size_t workspace_bytes) {
   check_weight(t, w, n, k, "mmvq");
   LOWBIT_CHECK(m >= 1 && m <= kMmvqMaxTokens, "x: MMVQ takes 1 to ", kMmvqMaxTokens, " tokens, got M = ", m);
   LOWBIT_CHECK(math == MmvqMath::kAuto || math == MmvqMath::kBf16 || math == MmvqMath::kInt8,
@@ -87,10 +93,31 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
                " must be >= K = ", k, " and a multiple of 8 elements");
   LOWBIT_CHECK(y_row_stride >= n, "y: row stride ", y_row_stride, " must be >= N = ", n);
   LOWBIT_CHECK(n < (int64_t{1} << 31) * 16, "w: N = ", n, " is too large");
+  const MmvqMath run = resolve_mmvq_math(t, m, math);
+  const size_t need = mmvq_workspace_bytes(t, m, k, run);
+  LOWBIT_CHECK(workspace == nullptr || workspace_bytes >= need, "workspace: ", workspace_bytes,
+               " bytes is less than the ", need, " bytes mmvq_workspace_bytes asks for");
+  LOWBIT_CHECK(aligned16(workspace), "workspace: must be 16-byte aligned");
   if (n == 0) return;
-  const cuda_detail::MmvqArgs args{static_cast<const uint8_t*>(w.data), w.row_stride, w.scales, w.scale_row_stride, n,
-                                   k, x, x_row_stride, static_cast<int>(m), y, y_row_stride};
-  visit_weight_type(t, [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, math, stream); });
+  cuda_detail::MmvqArgs args{static_cast<const uint8_t*>(w.data), w.row_stride, w.scales, w.scale_row_stride, n,
+                             k, x, x_row_stride, static_cast<int>(m), y, y_row_stride};
+  struct StreamOrderedBuffer {  // freed on the stream after the kernels, also when a launch throws
+    void* ptr = nullptr;
+    cudaStream_t stream;
+    ~StreamOrderedBuffer() {
+      if (ptr != nullptr) cudaFreeAsync(ptr, stream);
+    }
+  } owned{nullptr, stream};
+  if (need > 0 && workspace == nullptr) {
+    const cudaError_t err = cudaMallocAsync(&owned.ptr, need, stream);
+    LOWBIT_CHECK(err == cudaSuccess, "mmvq: cannot allocate its ", need, " byte workspace: ", cudaGetErrorString(err));
+    workspace = owned.ptr;
+  }
+  if (need > 0) {
+    args.xs = static_cast<const float*>(workspace);
+    args.xq = static_cast<const uint8_t*>(workspace) + k;
+  }
+  visit_weight_type(t, [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, run, stream); });
 }
 
 }  // namespace cuda

@@ -36,7 +36,13 @@ struct MmvqArgs {
   int m;
   void* y;
   int64_t y_row_stride;  // elements
+  // int8 arithmetic: the activations quantized by the prologue kernel (workspace)
+  const uint8_t* xq = nullptr;  // [M][K] int8, each 32-weight run in the format's I8Order
+  const float* xs = nullptr;    // [K / 32][8] scales, zero for tokens >= M
 };
+
+// Bytes of the int8 prologue's output for M tokens: scales [K/32][8] floats, then [M][K] int8.
+inline int64_t int8_activation_bytes(int64_t m, int64_t k) { return k + m * k; }
 
 template <QuantType T>
 void launch_dequant(const DequantArgs& a, FloatType out_type, cudaStream_t stream);

@@ -1,15 +1,16 @@
 // MMVQ on integer tensor cores: y = x W^T for up to 8 tokens, weights decoded straight to their
-// int8 codes (the format's decode_i8), activations quantized to int8 inside the kernel.
+// int8 codes (the format's decode_i8).
 //
-// Same tiling and weight pipeline as the bf16 MMVQ (mmvq_kernel.cuh): a block owns 16 rows, 8
-// warps split K into 256-weight units, each warp streams its units through a cp.async ring.
-// Per unit a warp first quantizes the activations of the unit: per token and 32 weights,
-// d = amax * (1/127), q = rint(x * (127 / amax)) (ggml's q8_1 precision, without its sum), kept
-// in shared memory. Then per 32-weight sub-block one mma m16n8k32.s8 gives int32 dot products of
-// 16 rows x 8 tokens, which are scaled by (weight scale * activation scale) into float32. Formats
-// whose scale covers 16 weights run the mma twice with the activations of the other half zeroed.
-// Lane (g, t) decodes int8 group t of the sub-block for rows g and g + 8 (its A fragment), and
-// gathers the activations of the same eight weights (the format's I8Order) as its B fragment.
+// A prologue kernel quantizes the activations once per call: per token and 32 weights,
+// d = amax * (1/127), q = rint(x * (127 / amax)) (ggml's q8_1 precision, without its sum), each
+// 32-weight run stored in the format's I8Order so that a lane's eight codes are one 8-byte load.
+// The MMVQ kernel has the tiling and weight pipeline of the bf16 MMVQ (mmvq_kernel.cuh): a block
+// owns 16 rows, its warps split K into 256-weight units, each warp streams its units (weights and
+// the quantized activations) through a cp.async ring. Per 32-weight sub-block one mma
+// m16n8k32.s8 gives int32 dot products of 16 rows x 8 tokens, scaled by (weight scale *
+// activation scale) into float32. Formats whose scale covers 16 weights run the mma twice with the
+// activations of the other half zeroed. Lane (g, t) decodes int8 group t of the sub-block for rows
+// g and g + 8 (its A fragment) and reads token g's codes of the same weights (its B fragment).
 //
 // Cost per 8 weights is a table lookup or two and a few integer operations, against about 35
 // instructions for the bf16 render: the bf16 kernel was bound by instruction issue (NOTES.md).
@@ -28,12 +29,12 @@ struct MmvqInt8Tiling : MmvqTiling<Traits> {
   static constexpr int kTableBytes = kPackedTernary ? LOWBIT_IQ1S_GRID_SIZE * 4 : Base::kCodebookBytes;
   // Two stages per warp: with up to 14 warps per block (two blocks per SM), a unit takes a warp
   // longer than a DRAM round trip, so one unit in flight suffices (and fits shared memory).
+  // A stage holds the 16 rows' bytes, then the unit's int8 activations [token][256] and its
+  // activation scales [sub-block][8 tokens].
   static constexpr int kStages = 2;
-  static constexpr int kRingBytes = kStages * Base::kStageBytes;
-  // Per warp after its ring: the unit's int8 activations [token][256] and scales [sub-block][8].
-  static constexpr int kActScaleBytes = 8 * 8 * 4;
-  static constexpr int kActBytes = kMaxTokens * 256 + kActScaleBytes;
-  static constexpr int kWarpBytes = kRingBytes + kActBytes;
+  static constexpr int kActBytes = kMaxTokens * 256;
+  static constexpr int kSlotBytes = Base::kStageBytes + kActBytes + 256;
+  static constexpr int kWarpBytes = kStages * kSlotBytes;
   static constexpr int kMaxWarps = 14;  // __launch_bounds__: two blocks of 448 threads at <= 72 registers
   static constexpr int smem_bytes(int warps) {
     return kTableBytes + (warps * kWarpBytes > warps * 512 ? warps * kWarpBytes : warps * 512);
@@ -54,41 +55,9 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
   }
 }
 
-// A lane's eight activations of one token as loaded (16 bytes for 16-bit types, 32 for float32),
-// so that the next unit's can be in flight while the current one is computed.
-template <class Act>
-struct RawActivations {
-  static constexpr int kVectors = sizeof(Act) == 4 ? 2 : 1;
-  uint4 v[kVectors];
-
-  __device__ __forceinline__ void load(const Act* p, bool valid) {
-#pragma unroll
-    for (int i = 0; i < kVectors; ++i) v[i] = valid ? reinterpret_cast<const uint4*>(p)[i] : make_uint4(0, 0, 0, 0);
-  }
-
-  __device__ __forceinline__ void to_float(float (&f)[8]) const {
-    if constexpr (std::is_same_v<Act, float>) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        f[4 * i] = __uint_as_float(v[i].x), f[4 * i + 1] = __uint_as_float(v[i].y);
-        f[4 * i + 2] = __uint_as_float(v[i].z), f[4 * i + 3] = __uint_as_float(v[i].w);
-      }
-    } else {
-      const uint32_t w[4] = {v[0].x, v[0].y, v[0].z, v[0].w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float2 p;
-        if constexpr (std::is_same_v<Act, __half>) p = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-        else p = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
-        f[2 * i] = p.x, f[2 * i + 1] = p.y;
-      }
-    }
-  }
-};
-
-// Quantizes a lane's eight activations (weights 8 * lane .. of the unit; a sub-block is four
-// lanes) to int8 with the sub-block's scale, returning the scale. Round to nearest even via the
-// float adder: 1.5 * 2^23 + q has q (two's complement) in its low byte.
+// Quantizes a thread's eight activations (a 32-weight sub-block is four consecutive threads) to
+// int8 with the sub-block's scale, returning the scale. Round to nearest even via the float
+// adder: 1.5 * 2^23 + q has q (two's complement) in its low byte.
 __device__ __forceinline__ float quantize8(const float (&v)[8], uint32_t (&q)[2]) {
   float amax = 0.0f;
 #pragma unroll
@@ -104,6 +73,58 @@ __device__ __forceinline__ float quantize8(const float (&v)[8], uint32_t (&q)[2]
     q[h] = __byte_perm(__byte_perm(b[4 * h], b[4 * h + 1], 0x0040u), __byte_perm(b[4 * h + 2], b[4 * h + 3], 0x0040u),
                        0x5410u);
   return amax * (1.0f / 127.0f);
+}
+
+template <class Act>
+__device__ __forceinline__ void load4_f32(const Act* p, float* f) {
+  if constexpr (std::is_same_v<Act, float>) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
+  } else {
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    const uint32_t w[2] = {v.x, v.y};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float2 h;
+      if constexpr (std::is_same_v<Act, __half>) h = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+      else h = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+      f[2 * i] = h.x, f[2 * i + 1] = h.y;
+    }
+  }
+}
+
+// The int8 prologue: thread (token, group) quantizes the eight activations of int8 group
+// `group % 4` of sub-block `group / 4` (elements i8_element(kOrder, .)) and stores their codes at
+// xq[token][8 * group] (kNibbleInterleaved: the first four elements are 4t.., the next four
+// 4t + 16..; byte j alternates between them). Tokens M..7 write zero scales.
+template <class Act, I8Order kOrder>
+__global__ void __launch_bounds__(256) quantize_activations_kernel(MmvqArgs a, uint8_t* xq, float* xs) {
+  const int64_t groups = a.k / 8;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const bool active = i < 8 * groups;  // whole quads: groups is a multiple of 4
+  const int token = active ? static_cast<int>(i / groups) : 0;
+  const int64_t group = active ? i - token * groups : 0;
+  const int64_t sub = group >> 2;
+  const int t = static_cast<int>(group & 3);
+  float v[8] = {};
+  if (active && token < a.m) {
+    const Act* row = static_cast<const Act*>(a.x) + token * a.x_row_stride + 32 * sub;
+    if constexpr (kOrder == I8Order::kContiguous) {
+      load4_f32(row + 8 * t, v);
+      load4_f32(row + 8 * t + 4, v + 4);
+    } else {
+      float lo[4], hi[4];
+      load4_f32(row + 4 * t, lo);
+      load4_f32(row + 16 + 4 * t, hi);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[2 * j] = lo[j], v[2 * j + 1] = hi[j];
+    }
+  }
+  uint32_t q[2];
+  const float d = quantize8(v, q);
+  if (!active) return;
+  if (token < a.m) *reinterpret_cast<uint2*>(xq + token * a.k + 8 * group) = make_uint2(q[0], q[1]);
+  if (t == 0) xs[sub * 8 + token] = d;
 }
 
 template <class Traits, class Act, int kMaxTokens>
@@ -122,64 +143,40 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
   const int u_begin = warp * units / warps;
   const int u_end = (warp + 1) * units / warps;
   uint8_t* const ring = staging + warp * Tl::kWarpBytes;
-  uint8_t* const act_q = ring + Tl::kRingBytes;                               // [token][256] int8
-  float* const act_scale = reinterpret_cast<float*>(act_q + kMaxTokens * 256);  // [sub-block][8 tokens]
-  const Act* const x = static_cast<const Act*>(a.x);
 
   const RowStager<Tl> stager(a, row0, row_bytes, lane);
-  auto stage = [&](int u, int slot) { stager.stage(u, ring + slot * Tl::kStageBytes); };
-  // weights first: their copies fly while the block builds its table
+  // The unit's activation codes (16-byte pieces of each token's 256) and scales (16 pieces), then
+  // its weights; one cp.async group.
+  auto stage = [&](int u, int slot) {
+    uint8_t* dst = ring + slot * Tl::kSlotBytes + Tl::kStageBytes;
+    const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
+    const int pieces = static_cast<int>((a.k - k0 < 256 ? a.k - k0 : 256) / 16);  // K: whole 32s
+    for (int p = lane; p < (a.m + 1) * 16; p += 32) {
+      const int m = p / 16 - 1, piece = p % 16;
+      if (m < 0) {  // scales of sub-blocks 8u .., 8 floats each: 2 pieces per sub-block
+        if (piece < pieces) cp_async_16(dst + Tl::kActBytes + 16 * piece, a.xs + 8 * (k0 / 32) + 4 * piece, 16);
+      } else if (piece < pieces) {
+        cp_async_16(dst + m * 256 + 16 * piece, a.xq + m * a.k + k0 + 16 * piece, 16);
+      }
+    }
+    stager.stage(u, ring + slot * Tl::kSlotBytes);  // commits the group
+  };
 #pragma unroll
   for (int i = 0; i < Tl::kStages - 1; ++i) {
     if (u_begin + i < u_end) stage(u_begin + i, i);
     else cp_async_commit();
   }
   const Codebooks cb = int8_codebooks<Traits, Tl>(smem);
-  for (int i = lane; i < 64; i += 32) act_scale[i] = 0.0f;  // scales of tokens >= M stay finite
   __syncthreads();
-
-  // Lane l quantizes weights [8l, 8l + 8) of a unit for every token. The loads of unit u + 1 are
-  // issued before unit u is computed for the first kPrefetch tokens (16 registers); the others
-  // load when used.
-  constexpr int kPrefetchMax = sizeof(Act) == 4 ? 2 : 4;
-  constexpr int kPrefetch = kMaxTokens < kPrefetchMax ? kMaxTokens : kPrefetchMax;
-  auto load_token = [&](int u, int m, RawActivations<Act>& raw) {
-    const int64_t k = static_cast<int64_t>(u) * Tl::kUnitElems + 8 * lane;
-    // K is whole 32-weight blocks: a sub-block is all in or all out
-    raw.load(x + m * a.x_row_stride + k, u < u_end && k < a.k && m < a.m);
-  };
-  auto quantize_token = [&](int m, const RawActivations<Act>& raw) {
-    float v[8];
-    raw.to_float(v);
-    uint32_t q[2];
-    const float d = quantize8(v, q);
-    *reinterpret_cast<uint2*>(act_q + m * 256 + 8 * lane) = make_uint2(q[0], q[1]);
-    if (t == 0) act_scale[(lane >> 2) * 8 + m] = d;
-  };
-  RawActivations<Act> next[kPrefetch];
-#pragma unroll
-  for (int m = 0; m < kPrefetch; ++m) load_token(u_begin, m, next[m]);
-  auto quantize_unit = [&](int u) {
-#pragma unroll
-    for (int m = 0; m < kPrefetch; ++m) {
-      if (m < a.m) quantize_token(m, next[m]);
-      load_token(u + 1, m, next[m]);
-    }
-#pragma unroll
-    for (int m = kPrefetch; m < kMaxTokens; ++m) {
-      if (m >= a.m) break;
-      RawActivations<Act> raw;
-      load_token(u, m, raw);
-      quantize_token(m, raw);
-    }
-  };
 
   float acc[1][4] = {};
   const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;
 
   auto compute_unit = [&](int u, int slot, auto full) {
     constexpr bool kFull = decltype(full)::value;
-    const uint8_t* st = ring + slot * Tl::kStageBytes;
+    const uint8_t* st = ring + slot * Tl::kSlotBytes;
+    const uint8_t* act_q = st + Tl::kStageBytes;                              // [token][256]
+    const float* act_scale = reinterpret_cast<const float*>(act_q + Tl::kActBytes);  // [sub-block][8]
     const uint8_t* lo = staged_row<Tl>(a, st, g, row_lo, u);
     const uint8_t* hi = staged_row<Tl>(a, st, g + 8, row_hi, u);
     const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
@@ -191,7 +188,7 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
     };
     // The unit's weight scales first, so that loads its sub-blocks share are read once (formats
     // with a scale per 16 weights, twice the registers, take theirs per sub-block instead).
-    float w_lo[8], w_hi[8];
+    [[maybe_unused]] float w_lo[8], w_hi[8];
     if constexpr (!kHalfScales) {
 #pragma unroll
       for (int s = 0; s < 8; ++s) {
@@ -204,18 +201,11 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
       if (!kFull && s >= subs) break;
-      // B fragment: token g's int8 activations of the eight weights lane t decodes
+      // B fragment: token g's codes of the eight weights lane t decodes (tokens past M: unused)
       uint32_t b0 = 0, b1 = 0;
       if (g < a.m) {
-        const uint8_t* xq = act_q + g * 256 + 32 * s;
-        if constexpr (Traits::kI8Order == I8Order::kContiguous) {
-          const uint2 v = *reinterpret_cast<const uint2*>(xq + 8 * t);
-          b0 = v.x, b1 = v.y;
-        } else {
-          const uint32_t x_lo = *reinterpret_cast<const uint32_t*>(xq + 4 * t);
-          const uint32_t x_hi = *reinterpret_cast<const uint32_t*>(xq + 16 + 4 * t);
-          b0 = __byte_perm(x_lo, x_hi, 0x5140u), b1 = __byte_perm(x_lo, x_hi, 0x7362u);
-        }
+        const uint2 v = *reinterpret_cast<const uint2*>(act_q + g * 256 + 32 * s + 8 * t);
+        b0 = v.x, b1 = v.y;
       }
       const float2 xs = *reinterpret_cast<const float2*>(act_scale + s * 8 + 2 * t);  // tokens 2t, 2t + 1
 
@@ -248,7 +238,6 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
     const int i = u - u_begin;
     if (u + Tl::kStages - 1 < u_end) stage(u + Tl::kStages - 1, (i + Tl::kStages - 1) % Tl::kStages);
     else cp_async_commit();
-    quantize_unit(u);
     cp_async_wait<Tl::kStages - 1>();
     __syncwarp();
     if (static_cast<int64_t>(u + 1) * Tl::kUnitElems <= a.k) compute_unit(u, i % Tl::kStages, std::true_type{});
@@ -280,6 +269,10 @@ void launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
   const int warps = int8_warps_per_tile<Tl>(a.k);
   const int smem = Tl::smem_bytes(warps);
   configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::smem_bytes(Tl::kMaxWarps));
+  const int64_t threads = a.k;  // 8 tokens x K / 8 groups
+  quantize_activations_kernel<Act, Traits::kI8Order><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(
+      a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
+  check_launch("mmvq (int8 activations)");
   const unsigned blocks = static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows);
   kernel<<<blocks, 32 * warps, smem, stream>>>(a);
   check_launch("mmvq (int8)");

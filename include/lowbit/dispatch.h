@@ -41,6 +41,8 @@ const char* mmvq_math_name(MmvqMath math);
 MmvqMath parse_mmvq_math(const std::string& name, const char* arg = "math");
 // Whether kInt8 serves (t, m): t has an int8 form and 1 <= m <= kMmvqInt8MaxTokens.
 bool mmvq_int8_supported(QuantType t, int64_t m);
+// The arithmetic a call with `requested` runs: kAuto becomes kInt8 where supported, else kBf16.
+MmvqMath resolve_mmvq_math(QuantType t, int64_t m, MmvqMath requested);
 
 struct DenseChoice {
   DenseKernel kernel;

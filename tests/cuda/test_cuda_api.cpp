@@ -152,6 +152,12 @@ TEST(CudaApiErrors, NameTheArgument) {
               cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 9, 256, y, 4, nullptr, MmvqMath::kInt8);
             }).find("math: int8 MMVQ serves M <= 8"),
             std::string::npos);
+  EXPECT_EQ(cuda::mmvq_workspace_bytes(QuantType::IQ4_XS, 2, 256), 256u + 2 * 256u);
+  EXPECT_EQ(cuda::mmvq_workspace_bytes(QuantType::IQ4_XS, 2, 256, MmvqMath::kBf16), 0u);
+  EXPECT_NE(message([&] {
+              cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 2, 256, y, 4, nullptr, MmvqMath::kAuto, y, 100);
+            }).find("workspace: 100 bytes is less than the 768 bytes"),
+            std::string::npos);
   EXPECT_NE(message([&] { cuda::dequantize(QuantType::Q8_1, v, 4, 32, y, FloatType::F32, 32, nullptr); })
                 .find("activation format"),
             std::string::npos);
