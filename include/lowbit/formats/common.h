@@ -124,28 +124,6 @@ LOWBIT_HD float e4m3_to_float(uint8_t v) {
 // Byte-level helpers (PTX prmt on the device, the same function in C++ on the host)
 // ---------------------------------------------------------------------------------------------
 
-// x >> k for a constant k in [1, 31]. On the device as the high word of x * 2^(32 - k), which
-// runs on the FMA pipe: the integer decoders keep the ALU pipe (LOP3, PRMT, SHF) saturated, and
-// right shifts are the part of their work the other pipe can take.
-template <int k>
-LOWBIT_HD uint32_t shr(uint32_t x) {
-  static_assert(k >= 1 && k <= 31, "shift count");
-#if defined(__CUDA_ARCH__)
-  return __umulhi(x, 1u << (32 - k));
-#else
-  return x >> k;
-#endif
-}
-
-// x >> n for n in [0, 31] (n a constant once inlined and unrolled), on the FMA pipe as shr<k>.
-LOWBIT_HD uint32_t shr_n(uint32_t x, int n) {
-#if defined(__CUDA_ARCH__)
-  return n == 0 ? x : __umulhi(x, 1u << (32 - n));
-#else
-  return x >> n;
-#endif
-}
-
 // Byte i of the result is byte (selector >> 4i) & 7 of the 8-byte value (hi:lo); a selector
 // nibble with bit 3 set replicates that byte's sign bit instead (PTX prmt default mode).
 LOWBIT_HD uint32_t byte_perm(uint32_t lo, uint32_t hi, uint32_t selector) {
@@ -322,7 +300,7 @@ LOWBIT_HD int i8_element(I8Order order, int g, int j) {
 // a table's random 16-byte shared-memory reads limited the kernels (ncu: 52% excess wavefronts).
 LOWBIT_HD Int8Group apply_sign_bits(uint32_t mag0, uint32_t mag1, uint32_t signs) {
   const uint32_t one0 = ((signs & 0xFu) * 0x00204081u) & 0x01010101u;
-  const uint32_t one1 = ((shr<4>(signs) & 0xFu) * 0x00204081u) & 0x01010101u;
+  const uint32_t one1 = (((signs >> 4) & 0xFu) * 0x00204081u) & 0x01010101u;
   return Int8Group{{(mag0 ^ (one0 * 0xFFu)) + one0, (mag1 ^ (one1 * 0xFFu)) + one1}};
 }
 
@@ -376,11 +354,10 @@ LOWBIT_HD Int8Group int8_from_magnitudes(const MagnitudeGroup& g) {
 // The low and high halves of the table are looked up with bit 3 cleared, then picked per byte.
 LOWBIT_HD Int8Group nibble_lookup_i8(uint32_t w, uint32_t t0, uint32_t t1, uint32_t t2, uint32_t t3) {
   const uint32_t sel = w & 0x77777777u;
-  const uint32_t pick = (shr<1>(w) & 0x44444444u) | 0x32103210u;  // byte i of lo, or of hi (i + 4)
+  const uint32_t pick = ((w >> 1) & 0x44444444u) | 0x32103210u;  // byte i of lo, or of hi (i + 4)
   Int8Group r;
   r.q[0] = byte_perm(byte_perm(t0, t1, sel), byte_perm(t2, t3, sel), pick);
-  const uint32_t sel_hi = shr<16>(sel), pick_hi = shr<16>(pick);
-  r.q[1] = byte_perm(byte_perm(t0, t1, sel_hi), byte_perm(t2, t3, sel_hi), pick_hi);
+  r.q[1] = byte_perm(byte_perm(t0, t1, sel >> 16), byte_perm(t2, t3, sel >> 16), pick >> 16);
   return r;
 }
 

@@ -47,7 +47,7 @@ LOWBIT_HD MagnitudeGroup ternary_group(uint64_t grid_row, bool delta_negative, f
 // {-7, 1, 9} (delta +1/8) or {-9, -1, 7} (delta -1/8).
 LOWBIT_HD Int8Group ternary_i8(uint32_t packed, bool delta_negative) {
   const uint32_t values = delta_negative ? 0x0007FFF7u : 0x000901F9u;
-  return Int8Group{{byte_perm(values, 0, packed), byte_perm(values, 0, shr<16>(packed))}};
+  return Int8Group{{byte_perm(values, 0, packed), byte_perm(values, 0, packed >> 16)}};
 }
 }  // namespace detail
 

@@ -107,8 +107,8 @@ struct FormatTraits<QuantType::IQ4_XS>
   // d * (ls - 32) of 32-weight sub-block ib
   LOWBIT_HD static float sub_scale(BlockRef b, int ib) {
     const uint32_t scales_h = load_u16<8>(b.bytes + offsetof(Block, scales_h));
-    const uint32_t low = shr_n(b.bytes[offsetof(Block, scales_l) + (ib >> 1)], 4 * (ib & 1)) & 0xFu;
-    const int ls = static_cast<int>(low | ((shr_n(scales_h, 2 * ib) & 3u) << 4));
+    const uint32_t low = (b.bytes[offsetof(Block, scales_l) + (ib >> 1)] >> (4 * (ib & 1))) & 0xFu;
+    const int ls = static_cast<int>(low | (((scales_h >> (2 * ib)) & 3u) << 4));
     return fp16_to_float(static_cast<uint16_t>(load_u16<8>(b.bytes))) * static_cast<float>(ls - 32);
   }
 
