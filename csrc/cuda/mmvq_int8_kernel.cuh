@@ -161,11 +161,7 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
     }
     stager.stage(u, ring + slot * Tl::kSlotBytes);  // commits the group
   };
-#pragma unroll
-  for (int i = 0; i < Tl::kStages - 1; ++i) {
-    if (u_begin + i < u_end) stage(u_begin + i, i);
-    else cp_async_commit();
-  }
+  stage_ahead<Tl::kStages>(u_begin, u_end, stage);  // weights fly while the block builds its table
   const Codebooks cb = int8_codebooks<Traits, Tl>(smem);
   __syncthreads();
 
@@ -234,17 +230,7 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
     }
   };
 
-  for (int u = u_begin; u < u_end; ++u) {
-    const int i = u - u_begin;
-    if (u + Tl::kStages - 1 < u_end) stage(u + Tl::kStages - 1, (i + Tl::kStages - 1) % Tl::kStages);
-    else cp_async_commit();
-    cp_async_wait<Tl::kStages - 1>();
-    __syncwarp();
-    if (static_cast<int64_t>(u + 1) * Tl::kUnitElems <= a.k) compute_unit(u, i % Tl::kStages, std::true_type{});
-    else compute_unit(u, i % Tl::kStages, std::false_type{});
-    __syncwarp();
-  }
-  cp_async_wait<0>();
+  stream_units<Tl::kStages, Tl::kUnitElems>(u_begin, u_end, a.k, stage, compute_unit);
   __syncthreads();  // staging is reused for the cross-warp sum
   reduce_and_store<1, Act>(a, reinterpret_cast<float*>(staging), acc, row0, warp, lane);
 }

@@ -97,6 +97,34 @@ struct RowStager {
   }
 };
 
+// A warp's pipeline over its units [u_begin, u_end) with a ring of kStages slots.
+// stage(u, slot) issues unit u's copies and commits them as one cp.async group; compute(u, slot,
+// full) runs once they have landed, full = std::true_type unless the unit is the short last one.
+// stage_ahead fills the first kStages - 1 slots (callers may do other work before stream_units).
+template <int kStages, class Stage>
+__device__ __forceinline__ void stage_ahead(int u_begin, int u_end, Stage&& stage) {
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (u_begin + i < u_end) stage(u_begin + i, i);
+    else cp_async_commit();  // empty groups keep the wait counts uniform
+  }
+}
+
+template <int kStages, int kUnitElems, class Stage, class Compute>
+__device__ __forceinline__ void stream_units(int u_begin, int u_end, int64_t k, Stage&& stage, Compute&& compute) {
+  for (int u = u_begin; u < u_end; ++u) {
+    const int i = u - u_begin;
+    if (u + kStages - 1 < u_end) stage(u + kStages - 1, (i + kStages - 1) % kStages);
+    else cp_async_commit();
+    cp_async_wait<kStages - 1>();
+    __syncwarp();
+    if (static_cast<int64_t>(u + 1) * kUnitElems <= k) compute(u, i % kStages, std::true_type{});
+    else compute(u, i % kStages, std::false_type{});
+    __syncwarp();  // the slot is refilled next iteration
+  }
+  cp_async_wait<0>();
+}
+
 // Where row `row` of unit u starts inside a stage that holds it at `row_in_stage`.
 template <class Tl>
 __device__ __forceinline__ const uint8_t* staged_row(const MmvqArgs& a, const uint8_t* stage, int row_in_stage,
@@ -237,22 +265,8 @@ __global__ void __launch_bounds__(256, 2) mmvq_kernel(MmvqArgs a) {
     }
   };
 
-#pragma unroll
-  for (int i = 0; i < Tl::kStages - 1; ++i) {
-    if (u_begin + i < u_end) stage(u_begin + i, i);
-    else cp_async_commit();
-  }
-  for (int u = u_begin; u < u_end; ++u) {
-    const int i = u - u_begin;
-    if (u + Tl::kStages - 1 < u_end) stage(u + Tl::kStages - 1, (i + Tl::kStages - 1) % Tl::kStages);
-    else cp_async_commit();
-    cp_async_wait<Tl::kStages - 1>();
-    __syncwarp();
-    if (static_cast<int64_t>(u + 1) * Tl::kUnitElems <= a.k) compute_unit(u, i % Tl::kStages, std::true_type{});
-    else compute_unit(u, i % Tl::kStages, std::false_type{});
-    __syncwarp();
-  }
-  cp_async_wait<0>();
+  stage_ahead<Tl::kStages>(u_begin, u_end, stage);
+  stream_units<Tl::kStages, Tl::kUnitElems>(u_begin, u_end, a.k, stage, compute_unit);
   __syncthreads();  // staging is reused for the cross-warp sum
 
   reduce_and_store<kTiles, Act>(a, reinterpret_cast<float*>(staging), acc, row0, warp, lane);

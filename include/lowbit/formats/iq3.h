@@ -69,26 +69,27 @@ struct FormatTraits<QuantType::IQ3_S>
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq3_s";
 
-  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
+  // The two grid rows (four magnitudes each) and the eight sign bits of group g.
+  LOWBIT_HD static void group_codes(BlockRef b, int g, const Codebooks& cb, uint32_t& row0, uint32_t& row1,
+                                    uint32_t& signs) {
     const int ib = g >> 2, l = g & 3;
     const uint8_t* qs = b.bytes + offsetof(Block, qs) + 8 * ib;
     const uint32_t qh = b.bytes[offsetof(Block, qh) + ib];
-    const uint32_t index0 = qs[2 * l] | ((qh << (8 - 2 * l)) & 256u);
-    const uint32_t index1 = qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256u);
-    const uint32_t signs = b.bytes[offsetof(Block, signs) + 4 * ib + l];
-    const uint32_t s4 = (b.bytes[offsetof(Block, scales) + (ib >> 1)] >> (4 * (ib & 1))) & 0xFu;
-    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
-    const float scale = d * static_cast<float>(1 + 2 * static_cast<int>(s4));
-    return detail::grid_pair_group(cb.iq3s_grid[index0], cb.iq3s_grid[index1], signs, scale);
+    row0 = cb.iq3s_grid[qs[2 * l] | ((qh << (8 - 2 * l)) & 256u)];
+    row1 = cb.iq3s_grid[qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256u)];
+    signs = b.bytes[offsetof(Block, signs) + 4 * ib + l];
+  }
+
+  LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
+    uint32_t row0, row1, signs;
+    group_codes(b, g, cb, row0, row1, signs);
+    return detail::grid_pair_group(row0, row1, signs, scale_i8(b, g >> 2));
   }
 
   LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    const int ib = g >> 2, l = g & 3;
-    const uint8_t* qs = b.bytes + offsetof(Block, qs) + 8 * ib;
-    const uint32_t qh = b.bytes[offsetof(Block, qh) + ib];
-    const uint32_t index0 = qs[2 * l] | ((qh << (8 - 2 * l)) & 256u);
-    const uint32_t index1 = qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256u);
-    return apply_sign_bits(cb.iq3s_grid[index0], cb.iq3s_grid[index1], b.bytes[offsetof(Block, signs) + 4 * ib + l]);
+    uint32_t row0, row1, signs;
+    group_codes(b, g, cb, row0, row1, signs);
+    return apply_sign_bits(row0, row1, signs);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
