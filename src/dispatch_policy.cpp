@@ -99,7 +99,8 @@ DenseChoice select_dense(QuantType t, int64_t m, int64_t n, int64_t k, const Dev
     const int64_t passes = (m + kMmvqMaxTokens - 1) / kMmvqMaxTokens;
     why << "M = " << m << " <= " << limit << " (measured MMVQ limit for " << type_name(t) << " on sm_"
         << device.compute_major << device.compute_minor << "): " << passes << " pass" << (passes > 1 ? "es" : "")
-        << " over the " << n << "x" << k << " quantized weight";
+        << " over the " << n << "x" << k << " quantized weight, "
+        << (mmvq_int8_supported(t, m) ? "int8 weights and activations" : "bf16 arithmetic");
     return {DenseKernel::kMmvq, why.str()};
   }
   why << "M = " << m << " > " << limit << ": decode to bf16 at memory speed, then cuBLAS bf16 GEMM (no MMQ yet)";
