@@ -17,6 +17,19 @@ void check_launch(const char* kernel) {
   LOWBIT_CHECK(err == cudaSuccess, kernel, ": kernel launch failed: ", cudaGetErrorString(err));
 }
 
+bool device_has_programmatic_launch() {
+  static std::atomic<int> major[64];  // 0: not asked yet
+  int device = 0;
+  cudaGetDevice(&device);
+  if (device >= 64) return false;
+  int m = major[device].load(std::memory_order_relaxed);
+  if (m == 0) {
+    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) m = -1;
+    major[device].store(m, std::memory_order_relaxed);
+  }
+  return m >= 9;
+}
+
 // Raises a kernel's dynamic shared memory limit once per device (needed above 48 KB).
 void configure_shared_memory(const void* kernel, int bytes) {
   if (bytes <= 48 * 1024) return;

@@ -53,4 +53,7 @@ void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStrea
 // Throws lowbit::Error with the CUDA error string when a launch failed.
 void check_launch(const char* kernel);
 
+// Whether the current device takes programmatic dependent launches (compute capability >= 9.0).
+bool device_has_programmatic_launch();
+
 }  // namespace lowbit::cuda_detail

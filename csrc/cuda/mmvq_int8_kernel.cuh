@@ -18,6 +18,7 @@
 
 #include "cuda/mmvq_kernel.cuh"
 #include "lowbit/cuda_limits.h"
+#include "lowbit/error.h"
 
 namespace lowbit::cuda_detail {
 
@@ -99,6 +100,7 @@ __device__ __forceinline__ void load4_f32(const Act* p, float* f) {
 // 4t + 16..; byte j alternates between them). Tokens M..7 write zero scales.
 template <class Act, I8Order kOrder>
 __global__ void __launch_bounds__(256) quantize_activations_kernel(MmvqArgs a, uint8_t* xq, float* xs) {
+  pdl_launch_dependents();  // the MMVQ kernel may start prefetching weights now
   const int64_t groups = a.k / 8;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool active = i < 8 * groups;  // whole quads: groups is a multiple of 4
@@ -145,9 +147,9 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
   uint8_t* const ring = staging + warp * Tl::kWarpBytes;
 
   const RowStager<Tl> stager(a, row0, row_bytes, lane);
-  // The unit's activation codes (16-byte pieces of each token's 256) and scales (16 pieces), then
-  // its weights; one cp.async group.
-  auto stage = [&](int u, int slot) {
+  // A unit's weights, then its activation codes (16-byte pieces of each token's 256) and scales
+  // (16 pieces); one cp.async group.
+  auto stage_activations = [&](int u, int slot) {
     uint8_t* dst = ring + slot * Tl::kSlotBytes + Tl::kStageBytes;
     const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
     const int pieces = static_cast<int>((a.k - k0 < 256 ? a.k - k0 : 256) / 16);  // K: whole 32s
@@ -159,10 +161,20 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
         cp_async_16(dst + m * 256 + 16 * piece, a.xq + m * a.k + k0 + 16 * piece, 16);
       }
     }
-    stager.stage(u, ring + slot * Tl::kSlotBytes);  // commits the group
   };
-  stage_ahead<Tl::kStages>(u_begin, u_end, stage);  // weights fly while the block builds its table
+  auto stage = [&](int u, int slot) {
+    stager.issue(u, ring + slot * Tl::kSlotBytes);
+    stage_activations(u, slot);
+    cp_async_commit();
+  };
+  // The first unit's weights fly while the block builds its table and the prologue kernel (a
+  // programmatic dependency on sm_90) finishes; its activations follow.
+  static_assert(Tl::kStages == 2, "one unit staged ahead");
+  if (u_begin < u_end) stager.issue(u_begin, ring);
   const Codebooks cb = int8_codebooks<Traits, Tl>(smem);
+  pdl_wait_for_primary();
+  if (u_begin < u_end) stage_activations(u_begin, 0);
+  cp_async_commit();
   __syncthreads();
 
   float acc[1][4] = {};
@@ -259,8 +271,20 @@ void launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
   quantize_activations_kernel<Act, Traits::kI8Order><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(
       a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
   check_launch("mmvq (int8 activations)");
-  const unsigned blocks = static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows);
-  kernel<<<blocks, 32 * warps, smem, stream>>>(a);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows));
+  config.blockDim = dim3(static_cast<unsigned>(32 * warps));
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.stream = stream;
+  cudaLaunchAttribute overlap[1];
+  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap[0].val.programmaticStreamSerializationAllowed = 1;
+  if (device_has_programmatic_launch()) {
+    config.attrs = overlap;
+    config.numAttrs = 1;
+  }
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, a);
+  LOWBIT_CHECK(err == cudaSuccess, "mmvq (int8): kernel launch failed: ", cudaGetErrorString(err));
   check_launch("mmvq (int8)");
 }
 

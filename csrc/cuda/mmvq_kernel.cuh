@@ -70,7 +70,13 @@ struct RowStager {
     row = row0 + r < a.n ? a.w + (row0 + r) * a.w_row_stride : nullptr;
   }
 
+  // Issues the copies of unit u into a stage and commits them as one cp.async group.
   __device__ __forceinline__ void stage(int u, uint8_t* stage_base) const {
+    issue(u, stage_base);
+    cp_async_commit();
+  }
+
+  __device__ __forceinline__ void issue(int u, uint8_t* stage_base) const {
     uint8_t* dst = stage_base + r * Tl::kSpanBytes;
     if (row == nullptr) {
       for (int ch = half; ch < Tl::kChunks; ch += 2) *reinterpret_cast<uint4*>(dst + 16 * ch) = make_uint4(0, 0, 0, 0);
@@ -93,7 +99,6 @@ struct RowStager {
         }
       }
     }
-    cp_async_commit();
   }
 };
 

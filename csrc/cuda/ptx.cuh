@@ -29,6 +29,21 @@ __device__ __forceinline__ void mma_bf16_m16n8k16(float (&c)[4], const uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Programmatic dependent launch (sm_90): the primary grid lets its dependent start early; the
+// dependent waits for the primary's completion (and its memory) before reading its output.
+// No-ops before sm_90, where the launch is plainly stream-ordered.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_wait_for_primary() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 // d = A (16x32, row) * B (32x8, col) in int32, signed int8 inputs; fragment layout as in the PTX
 // ISA for .s8 m16n8k32 (sm_80 and later).
 __device__ __forceinline__ void mma_s8_m16n8k32(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
