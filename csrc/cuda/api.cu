@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 
 #include "cuda/launch.h"
@@ -17,17 +18,48 @@ void check_launch(const char* kernel) {
   LOWBIT_CHECK(err == cudaSuccess, kernel, ": kernel launch failed: ", cudaGetErrorString(err));
 }
 
-bool device_has_programmatic_launch() {
-  static std::atomic<int> major[64];  // 0: not asked yet
+void launch_checked(const char* kernel, cudaError_t err) {
+  if (err != cudaSuccess) cudaGetLastError();  // the error is reported here, not by a later check
+  LOWBIT_CHECK(err == cudaSuccess, kernel, ": kernel launch failed: ", cudaGetErrorString(err));
+}
+
+namespace {
+int current_device() {
   int device = 0;
   cudaGetDevice(&device);
-  if (device >= 64) return false;
-  int m = major[device].load(std::memory_order_relaxed);
-  if (m == 0) {
-    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) m = -1;
-    major[device].store(m, std::memory_order_relaxed);
+  return device;
+}
+}  // namespace
+
+bool kernel_has_programmatic_launch(const void* kernel) {
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, current_device()) != cudaSuccess || major < 9)
+    return false;
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
   }
-  return m >= 9;
+  return attr.ptxVersion >= 90;
+}
+
+const DeviceLimits& current_device_limits() {
+  constexpr int kDevices = 64;
+  static DeviceLimits limits[kDevices];
+  static std::atomic<bool> known[kDevices];
+  static DeviceLimits fallback{48 * 1024, 96 * 1024};  // devices past kDevices: conservative
+  const int device = current_device();
+  if (device >= kDevices) return fallback;
+  if (!known[device].load(std::memory_order_acquire)) {
+    static std::mutex mutex;
+    const std::lock_guard<std::mutex> lock(mutex);
+    DeviceLimits l{48 * 1024, 96 * 1024};
+    cudaDeviceGetAttribute(&l.shared_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    cudaDeviceGetAttribute(&l.shared_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    limits[device] = l;
+    known[device].store(true, std::memory_order_release);
+  }
+  return limits[device];
 }
 
 // Raises a kernel's dynamic shared memory limit once per device (needed above 48 KB).

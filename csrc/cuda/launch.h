@@ -53,7 +53,18 @@ void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStrea
 // Throws lowbit::Error with the CUDA error string when a launch failed.
 void check_launch(const char* kernel);
 
-// Whether the current device takes programmatic dependent launches (compute capability >= 9.0).
-bool device_has_programmatic_launch();
+// Throws like check_launch for the result of a cudaLaunchKernelEx (and clears the error state).
+void launch_checked(const char* kernel, cudaError_t err);
+
+// Whether `kernel`, as loaded on the current device, takes programmatic dependent launches: the
+// device is sm_90+ and the kernel's code was compiled for PTX 9.0+ (where griddepcontrol exists).
+bool kernel_has_programmatic_launch(const void* kernel);
+
+// Shared memory of the current device (cached per device).
+struct DeviceLimits {
+  int shared_per_block_optin;  // bytes one block may take
+  int shared_per_sm;
+};
+const DeviceLimits& current_device_limits();
 
 }  // namespace lowbit::cuda_detail

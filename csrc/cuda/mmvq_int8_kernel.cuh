@@ -16,6 +16,8 @@
 // instructions for the bf16 render: the bf16 kernel was bound by instruction issue (NOTES.md).
 #pragma once
 
+#include <atomic>
+
 #include "cuda/mmvq_kernel.cuh"
 #include "lowbit/cuda_limits.h"
 #include "lowbit/error.h"
@@ -59,12 +61,16 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
 // Quantizes a thread's eight activations (a 32-weight sub-block is four consecutive threads) to
 // int8 with the sub-block's scale, returning the scale. Round to nearest even via the float
 // adder: 1.5 * 2^23 + q has q (two's complement) in its low byte.
+// A NaN activation makes the sub-block's scale NaN (fmaxf alone would drop it), so that NaN
+// reaches the output as it does through the bf16 arithmetic.
+__device__ __forceinline__ float max_nan(float a, float b) { return a != a ? a : fmaxf(a, b); }
+
 __device__ __forceinline__ float quantize8(const float (&v)[8], uint32_t (&q)[2]) {
   float amax = 0.0f;
 #pragma unroll
-  for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
-  amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 1));
-  amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
+  for (int i = 0; i < 8; ++i) amax = max_nan(fabsf(v[i]), amax);
+  amax = max_nan(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 1));
+  amax = max_nan(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
   const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
   uint32_t b[8];
 #pragma unroll
@@ -248,25 +254,34 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
 }
 
 // K slices per 16-row tile: as few units per warp as possible (the block's makespan), then as
-// few warps as reach it; two blocks per SM must fit in shared memory. K = 14336 (56 units): 14
-// warps of 4 units.
+// few warps as reach it, within `budget` bytes of shared memory per block. K = 14336 (56 units)
+// on an H200: 14 warps of 4 units. 0 when not even one warp fits.
 template <class Tl>
-int int8_warps_per_tile(int64_t k) {
+int int8_warps_per_tile(int64_t k, int budget) {
   const int units = static_cast<int>((k + Tl::kUnitElems - 1) / Tl::kUnitElems);
-  constexpr int kBudget = 113 * 1024;  // per block, two blocks per SM
-  int best = 1;
-  for (int w = 1; w <= Tl::kMaxWarps && Tl::smem_bytes(w) <= kBudget; ++w)
-    if ((units + w - 1) / w < (units + best - 1) / best) best = w;
+  int best = 0;
+  for (int w = 1; w <= Tl::kMaxWarps && Tl::smem_bytes(w) <= budget; ++w)
+    if (best == 0 || (units + w - 1) / w < (units + best - 1) / best) best = w;
   return best;
 }
 
+// Launches the prologue and the int8 MMVQ; false (nothing launched) when the device's shared
+// memory cannot hold one warp's ring, so that the caller runs the bf16 kernel.
 template <class Traits, class Act, int kMaxTokens>
-void launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
+bool launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
   using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
+  static_assert(Traits::kI8ScaleElems == 32 || (Traits::kI8Order == I8Order::kContiguous && Tl::kBlocksPerUnit == 1),
+                "16-weight scales: lanes t < 2 must hold the first half of a sub-block of a 256-weight block");
   auto* kernel = &mmvq_int8_kernel<Traits, Act, kMaxTokens>;
-  const int warps = int8_warps_per_tile<Tl>(a.k);
+  const DeviceLimits& limits = current_device_limits();
+  // two blocks per SM where they fit (the SM's memory less 1 KB per block), else one
+  int warps = int8_warps_per_tile<Tl>(a.k, limits.shared_per_sm / 2 - 1024);
+  if (warps < 4) warps = int8_warps_per_tile<Tl>(a.k, limits.shared_per_block_optin);
+  if (warps == 0) return false;
   const int smem = Tl::smem_bytes(warps);
-  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::smem_bytes(Tl::kMaxWarps));
+  const int smem_max = Tl::smem_bytes(Tl::kMaxWarps) < limits.shared_per_block_optin ? Tl::smem_bytes(Tl::kMaxWarps)
+                                                                                      : limits.shared_per_block_optin;
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), smem_max);  // once, for any warp count
   const int64_t threads = a.k;  // 8 tokens x K / 8 groups
   quantize_activations_kernel<Act, Traits::kI8Order><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(
       a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
@@ -279,13 +294,22 @@ void launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
   cudaLaunchAttribute overlap[1];
   overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap[0].val.programmaticStreamSerializationAllowed = 1;
-  if (device_has_programmatic_launch()) {
+  // only where the code that runs was compiled with griddepcontrol (PTX 9.0+), not e.g. a
+  // compute_89 PTX JIT-compiled for a newer GPU
+  static std::atomic<int> programmatic[64];  // per device: 0 not asked, 1 no, 2 yes
+  int device = 0;
+  cudaGetDevice(&device);
+  int pdl = device < 64 ? programmatic[device].load(std::memory_order_relaxed) : 1;
+  if (pdl == 0) {
+    pdl = kernel_has_programmatic_launch(reinterpret_cast<const void*>(kernel)) ? 2 : 1;
+    programmatic[device].store(pdl, std::memory_order_relaxed);
+  }
+  if (pdl == 2) {
     config.attrs = overlap;
     config.numAttrs = 1;
   }
-  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, a);
-  LOWBIT_CHECK(err == cudaSuccess, "mmvq (int8): kernel launch failed: ", cudaGetErrorString(err));
-  check_launch("mmvq (int8)");
+  launch_checked("mmvq (int8)", cudaLaunchKernelEx(&config, kernel, a));
+  return true;
 }
 
 // The MMVQ entry of one weight type: int8 tensor cores where the format has an int8 form and
@@ -297,8 +321,9 @@ void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStrea
     using Act = decltype(act);
     if constexpr (HasInt8<Traits>::value) {
       if (math != MmvqMath::kBf16 && a.m <= kMmvqInt8MaxTokens) {
-        if (a.m == 1) return launch_mmvq_int8_as<Traits, Act, 1>(a, stream);
-        return launch_mmvq_int8_as<Traits, Act, kMmvqInt8MaxTokens>(a, stream);
+        const bool done = a.m == 1 ? launch_mmvq_int8_as<Traits, Act, 1>(a, stream)
+                                   : launch_mmvq_int8_as<Traits, Act, kMmvqInt8MaxTokens>(a, stream);
+        if (done) return;
       }
     }
     if (a.m <= 8) return launch_mmvq_tiles<Traits, 1, Act>(a, stream);

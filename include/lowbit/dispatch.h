@@ -34,6 +34,7 @@ struct DeviceFacts {
 //   kBf16: weights decoded to bf16 (scale * code rounded once), activations rounded to bf16,
 //     float32 accumulation on tensor cores. Every type, M <= 16.
 //   kAuto: kInt8 where it exists (the faster), else kBf16.
+// With either, a NaN activation gives NaN outputs for its token.
 enum class MmvqMath : int { kAuto = 0, kBf16 = 1, kInt8 = 2 };
 
 const char* mmvq_math_name(MmvqMath math);

@@ -146,6 +146,17 @@ def test_linear_dispatch_on_a_side_stream(qtype: QuantType, rng: np.random.Gener
             assert kernel == ("mmvq" if m == 1 else "dequant_matmul"), f"M={m}: {kernel}"
 
 
+@pytest.mark.parametrize("math", ["int8", "bf16"])
+def test_non_finite_activations_reach_the_output(math: str, rng: np.random.Generator) -> None:
+    dev = device()
+    w, _ = random_weight(QuantType.IQ4_XS, 40, 512, rng)
+    x = torch.from_numpy(rng.standard_normal((3, 512)).astype(np.float32)).to(dev, torch.bfloat16)
+    x[1, 77] = float("nan")
+    y = torch.ops.lowbit.mmvq(x, w.to(dev), int(QuantType.IQ4_XS), math=math).float().cpu()
+    assert torch.isnan(y[1]).all(), "a NaN activation must make its token's outputs NaN"
+    assert torch.isfinite(y[0]).all() and torch.isfinite(y[2]).all()
+
+
 def test_forced_kernels_agree(rng: np.random.Generator) -> None:
     dev = device()
     w, _ = random_weight(QuantType.IQ3_S, 64, 2048, rng)

@@ -61,6 +61,8 @@ at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tenso
   at::Tensor x = x2.contiguous();
   if (!aligned16(x.data_ptr()) || x.stride(0) % 8 != 0) x = x.clone();
   at::Tensor y = at::empty({p.m, p.w.rows}, x.options());
+  // one arithmetic for every row of the call: past the int8 token limit, bf16 throughout
+  if (math == MmvqMath::kAuto && p.m > kMmvqInt8MaxTokens) math = MmvqMath::kBf16;
   for (int64_t m0 = 0; m0 < p.m; m0 += kMmvqMaxTokens) {
     const int64_t mt = std::min<int64_t>(kMmvqMaxTokens, p.m - m0);
     // the int8 arithmetic's scratch from torch's caching allocator (stream-ordered, graph-safe)
