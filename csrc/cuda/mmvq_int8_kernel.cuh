@@ -63,7 +63,11 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
 // adder: 1.5 * 2^23 + q has q (two's complement) in its low byte.
 // A NaN activation makes the sub-block's scale NaN (fmaxf alone would drop it), so that NaN
 // reaches the output as it does through the bf16 arithmetic.
-__device__ __forceinline__ float max_nan(float a, float b) { return a != a ? a : fmaxf(a, b); }
+__device__ __forceinline__ float max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
 
 __device__ __forceinline__ float quantize8(const float (&v)[8], uint32_t (&q)[2]) {
   float amax = 0.0f;
