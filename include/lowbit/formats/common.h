@@ -295,12 +295,11 @@ LOWBIT_HD int i8_element(I8Order order, int g, int j) {
 }
 
 // Eight magnitudes (bytes 1..127) with eight sign bits (bit i negates byte i) as int8. Each sign
-// nibble spreads to one bit per byte (bits land at 0, 7, 14, 21 of the product); a negated byte
+// nibble spreads to one bit per byte (spread_sign_bits4); a negated byte
 // is (mag ^ 0xFF) + 1, which cannot carry since mag >= 1. Arithmetic rather than a mask table:
 // a table's random 16-byte shared-memory reads limited the kernels (ncu: 52% excess wavefronts).
 LOWBIT_HD Int8Group apply_sign_bits(uint32_t mag0, uint32_t mag1, uint32_t signs) {
-  const uint32_t one0 = ((signs & 0xFu) * 0x00204081u) & 0x01010101u;
-  const uint32_t one1 = (((signs >> 4) & 0xFu) * 0x00204081u) & 0x01010101u;
+  const uint32_t one0 = spread_sign_bits4(signs) >> 7, one1 = spread_sign_bits4(signs >> 4) >> 7;
   return Int8Group{{(mag0 ^ (one0 * 0xFFu)) + one0, (mag1 ^ (one1 * 0xFFu)) + one1}};
 }
 
