@@ -3,8 +3,6 @@
 #include "cuda/mmvq_int8_kernel.cuh"
 
 namespace lowbit::cuda_detail {
-template void launch_dequant<QuantType::IQ1_S>(const DequantArgs&, FloatType, cudaStream_t);
-template void launch_mmvq<QuantType::IQ1_S>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
-template void launch_dequant<QuantType::IQ1_M>(const DequantArgs&, FloatType, cudaStream_t);
-template void launch_mmvq<QuantType::IQ1_M>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
+LOWBIT_INSTANTIATE_KERNELS(IQ1_S)
+LOWBIT_INSTANTIATE_KERNELS(IQ1_M)
 }  // namespace lowbit::cuda_detail

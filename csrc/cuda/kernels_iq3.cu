@@ -3,8 +3,6 @@
 #include "cuda/mmvq_int8_kernel.cuh"
 
 namespace lowbit::cuda_detail {
-template void launch_dequant<QuantType::IQ3_XXS>(const DequantArgs&, FloatType, cudaStream_t);
-template void launch_mmvq<QuantType::IQ3_XXS>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
-template void launch_dequant<QuantType::IQ3_S>(const DequantArgs&, FloatType, cudaStream_t);
-template void launch_mmvq<QuantType::IQ3_S>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
+LOWBIT_INSTANTIATE_KERNELS(IQ3_XXS)
+LOWBIT_INSTANTIATE_KERNELS(IQ3_S)
 }  // namespace lowbit::cuda_detail

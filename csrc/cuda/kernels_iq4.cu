@@ -3,8 +3,6 @@
 #include "cuda/mmvq_int8_kernel.cuh"
 
 namespace lowbit::cuda_detail {
-template void launch_dequant<QuantType::IQ4_NL>(const DequantArgs&, FloatType, cudaStream_t);
-template void launch_mmvq<QuantType::IQ4_NL>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
-template void launch_dequant<QuantType::IQ4_XS>(const DequantArgs&, FloatType, cudaStream_t);
-template void launch_mmvq<QuantType::IQ4_XS>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
+LOWBIT_INSTANTIATE_KERNELS(IQ4_NL)
+LOWBIT_INSTANTIATE_KERNELS(IQ4_XS)
 }  // namespace lowbit::cuda_detail

@@ -3,8 +3,6 @@
 #include "cuda/mmvq_int8_kernel.cuh"
 
 namespace lowbit::cuda_detail {
-template void launch_dequant<QuantType::Q8_0>(const DequantArgs&, FloatType, cudaStream_t);
-template void launch_mmvq<QuantType::Q8_0>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
-template void launch_dequant<QuantType::Q5_0>(const DequantArgs&, FloatType, cudaStream_t);
-template void launch_mmvq<QuantType::Q5_0>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
+LOWBIT_INSTANTIATE_KERNELS(Q8_0)
+LOWBIT_INSTANTIATE_KERNELS(Q5_0)
 }  // namespace lowbit::cuda_detail

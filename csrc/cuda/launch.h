@@ -50,6 +50,11 @@ void launch_dequant(const DequantArgs& a, FloatType out_type, cudaStream_t strea
 template <QuantType T>
 void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream);
 
+// Instantiates every kernel launcher of weight type Name (in a kernels_<family>.cu).
+#define LOWBIT_INSTANTIATE_KERNELS(Name)                                                                  \
+  template void launch_dequant<QuantType::Name>(const DequantArgs&, FloatType, cudaStream_t);             \
+  template void launch_mmvq<QuantType::Name>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
+
 // Throws lowbit::Error with the CUDA error string when a launch failed.
 void check_launch(const char* kernel);
 
