@@ -8,22 +8,13 @@
 #include "lowbit/cpu.h"
 #include "lowbit/error.h"
 #include "lowbit/formats/all.h"
+#include "test_support.h"
 
 namespace lowbit {
 namespace {
 
-std::vector<uint8_t> random_blocks(QuantType t, int64_t rows, int64_t k, std::mt19937& rng) {
-  const TypeInfo& info = *find_type(static_cast<int64_t>(t));
-  const int64_t blocks = rows * k / info.block_elems;
-  std::vector<uint8_t> w(static_cast<size_t>(blocks * info.block_bytes));
-  std::uniform_real_distribution<float> scale(1e-3f, 4e-3f);
-  for (auto& b : w) b = static_cast<uint8_t>(rng());
-  for (int64_t i = 0; i < blocks; ++i) {  // realistic fp16 d at offset 0 (the types used here have it)
-    const uint16_t d = float_to_fp16(scale(rng));
-    std::memcpy(&w[static_cast<size_t>(i * info.block_bytes)], &d, 2);
-  }
-  return w;
-}
+using test::error_message;
+using test::random_weight;
 
 std::vector<float> random_floats(size_t n, std::mt19937& rng) {
   std::normal_distribution<float> normal;
@@ -43,7 +34,7 @@ TEST(CpuLinear, MatchesDoubleDotProductsOfTheDecodedRows) {
   std::mt19937 rng(std::random_device{}());
   const int64_t m = 3, n = 7, k = 512;
   const QuantType t = QuantType::IQ3_S;
-  const auto w = random_blocks(t, n, k, rng);
+  const auto w = random_weight(t, n, k, rng);
   const auto x = random_floats(m * k, rng);
   const auto bias = random_floats(n, rng);
   std::vector<float> dense(n * k), y(m * n);
@@ -78,8 +69,8 @@ TEST(CpuMoe, InvalidAndNonLocalIdsAddNothing) {
   std::mt19937 rng(std::random_device{}());
   const int64_t H = 64, I = 32, E = 2, T = 3, K = 2;
   const QuantType t = QuantType::Q8_0;
-  const auto w13 = random_blocks(t, E * 2 * I, H, rng);
-  const auto w2 = random_blocks(t, E * H, I, rng);
+  const auto w13 = random_weight(t, E * 2 * I, H, rng);
+  const auto w2 = random_weight(t, E * H, I, rng);
   cpu::MoeLayer layer{t, view_of(w13, t, H), t, view_of(w2, t, I), E, H, I};
   layer.w13.expert_stride = 2 * I * row_bytes(t, H);
   layer.w2.expert_stride = H * row_bytes(t, I);
@@ -106,32 +97,24 @@ TEST(CpuErrors, NameTheArgument) {
   WeightView v;
   v.data = w.data();
   v.row_stride = 136;
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_NE(message([&] { cpu::dequantize(QuantType::IQ4_XS, v, 1, 300, out.data(), FloatType::F32, 300); })
+  EXPECT_NE(error_message([&] { cpu::dequantize(QuantType::IQ4_XS, v, 1, 300, out.data(), FloatType::F32, 300); })
                 .find("k: K = 300 must be a positive multiple of 256"),
             std::string::npos);
-  EXPECT_NE(message([&] { cpu::dequantize(QuantType::Q8_1, v, 1, 32, out.data(), FloatType::F32, 32); })
+  EXPECT_NE(error_message([&] { cpu::dequantize(QuantType::Q8_1, v, 1, 32, out.data(), FloatType::F32, 32); })
                 .find("activation format"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_message([&] {
               cpu::quantize(QuantType::IQ2_XXS, out.data(), 1, 256, ScaleRule::kOcpFloor, w.data(), nullptr);
             }).find("qtype: lowbit has no quantizer for iq2_xxs"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_message([&] {
               cpu::quantize(QuantType::MXFP8_E4M3, out.data(), 1, 32, ScaleRule::kOcpFloor, w.data(), nullptr);
             }).find("scales:"),
             std::string::npos);
   WeightView split;
   split.data = w.data();
   split.row_stride = 32;
-  EXPECT_NE(message([&] { cpu::dequantize(QuantType::MXFP8_E4M3, split, 1, 32, out.data(), FloatType::F32, 32); })
+  EXPECT_NE(error_message([&] { cpu::dequantize(QuantType::MXFP8_E4M3, split, 1, 32, out.data(), FloatType::F32, 32); })
                 .find("scales:"),
             std::string::npos);
 }

@@ -12,6 +12,7 @@
 #include "lowbit/cuda.h"
 #include "lowbit/error.h"
 #include "lowbit/formats/common.h"
+#include "../cpp/test_support.h"
 
 namespace lowbit {
 namespace {
@@ -31,32 +32,8 @@ struct DeviceBuffer {
   ~DeviceBuffer() { cudaFree(ptr); }
 };
 
-std::vector<uint8_t> random_weight(QuantType t, int64_t rows, int64_t k, std::mt19937& rng) {
-  const TypeInfo& info = *find_type(static_cast<int64_t>(t));
-  std::vector<uint8_t> w(static_cast<size_t>(rows * row_bytes(t, k)));
-  for (auto& b : w) b = static_cast<uint8_t>(rng());
-  std::uniform_real_distribution<float> d(1e-3f, 4e-3f);
-  for (size_t i = 0; i < w.size(); i += info.block_bytes) {
-    if (t == QuantType::MXFP8_E4M3) {
-      for (size_t j = i; j < i + info.block_bytes; ++j)
-        if ((w[j] & 0x7F) == 0x7F) w[j] ^= 1;  // no NaN elements
-    } else if (t == QuantType::MXFP4) {
-      w[i] = static_cast<uint8_t>(118 + rng() % 10);  // E8M0 exponent near 2^-5
-    } else if (t == QuantType::IQ1_M) {
-      const uint16_t h = float_to_fp16(d(rng));  // the fp16 scale hides in four top nibbles
-      for (int q = 0; q < 4; ++q) {
-        uint16_t word;
-        std::memcpy(&word, &w[i + 48 + 2 * q], 2);
-        word = static_cast<uint16_t>((word & 0x0FFF) | (((h >> (4 * q)) & 0xF) << 12));
-        std::memcpy(&w[i + 48 + 2 * q], &word, 2);
-      }
-    } else if (!info.split_scales) {
-      const uint16_t h = float_to_fp16(d(rng));
-      std::memcpy(&w[i], &h, 2);
-    }
-  }
-  return w;
-}
+using test::error_message;
+using test::random_weight;
 
 class CudaApi : public ::testing::TestWithParam<QuantType> {};
 
@@ -130,38 +107,30 @@ TEST(CudaApiErrors, NameTheArgument) {
   alignas(16) static uint8_t w[136 * 4];
   alignas(16) static float x[16 * 256], y[16 * 4];
   const WeightView v{w, 136, 0, nullptr, 0, 0};
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_NE(message([&] { cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 17, 256, y, 4, nullptr); })
+  EXPECT_NE(error_message([&] { cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 17, 256, y, 4, nullptr); })
                 .find("x: MMVQ takes 1 to 16 tokens, got M = 17"),
             std::string::npos);
-  EXPECT_NE(message([&] { cuda::mmvq(QuantType::IQ4_XS, v, 4, 300, x, FloatType::F32, 1, 300, y, 4, nullptr); })
+  EXPECT_NE(error_message([&] { cuda::mmvq(QuantType::IQ4_XS, v, 4, 300, x, FloatType::F32, 1, 300, y, 4, nullptr); })
                 .find("k: K = 300"),
             std::string::npos);
   const WeightView off{w + 2, 136, 0, nullptr, 0, 0};
-  EXPECT_NE(message([&] { cuda::mmvq(QuantType::IQ4_XS, off, 4, 256, x, FloatType::F32, 1, 256, y, 4, nullptr); })
+  EXPECT_NE(error_message([&] { cuda::mmvq(QuantType::IQ4_XS, off, 4, 256, x, FloatType::F32, 1, 256, y, 4, nullptr); })
                 .find("w: data must be 16-byte aligned"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_message([&] {
               cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 9, 256, y, 4, nullptr, MmvqMath::kInt8);
             }).find("math: int8 MMVQ serves M <= 8"),
             std::string::npos);
   EXPECT_EQ(cuda::mmvq_workspace_bytes(QuantType::IQ4_XS, 2, 256), 256u + 2 * 256u);
   EXPECT_EQ(cuda::mmvq_workspace_bytes(QuantType::IQ4_XS, 2, 256, MmvqMath::kBf16), 0u);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_message([&] {
               cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 2, 256, y, 4, nullptr, MmvqMath::kAuto, y, 100);
             }).find("workspace: 100 bytes is less than the 768 bytes"),
             std::string::npos);
-  EXPECT_NE(message([&] { cuda::dequantize(QuantType::Q8_1, v, 4, 32, y, FloatType::F32, 32, nullptr); })
+  EXPECT_NE(error_message([&] { cuda::dequantize(QuantType::Q8_1, v, 4, 32, y, FloatType::F32, 32, nullptr); })
                 .find("activation format"),
             std::string::npos);
-  EXPECT_NE(message([&] { cuda::dequantize(QuantType::MXFP8_E4M3, v, 4, 32, y, FloatType::F32, 32, nullptr); })
+  EXPECT_NE(error_message([&] { cuda::dequantize(QuantType::MXFP8_E4M3, v, 4, 32, y, FloatType::F32, 32, nullptr); })
                 .find("scales:"),
             std::string::npos);
 }
