@@ -67,7 +67,8 @@ at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tenso
     const int64_t mt = std::min<int64_t>(kMmvqMaxTokens, p.m - m0);
     // the int8 arithmetic's scratch from torch's caching allocator (stream-ordered, graph-safe)
     const size_t ws_bytes = translate_errors([&] { return cuda::mmvq_workspace_bytes(p.w.type, mt, p.w.k, math); });
-    const at::Tensor ws = at::empty({static_cast<int64_t>(ws_bytes)}, x.options().dtype(at::kByte));
+    const at::Tensor ws = ws_bytes > 0 ? at::empty({static_cast<int64_t>(ws_bytes)}, x.options().dtype(at::kByte))
+                                       : at::Tensor();
     translate_errors([&] {
       cuda::mmvq(p.w.type, a.arg.view, p.w.rows, p.w.k, static_cast<const uint8_t*>(x.data_ptr()) + m0 * x.stride(0) * x.element_size(),
                  float_type(x.scalar_type()), mt, x.stride(0),
