@@ -142,7 +142,6 @@ __global__ void __launch_bounds__(256) quantize_activations_kernel(MmvqArgs a, u
 template <class Traits, class Act, int kMaxTokens>
 __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxWarps, 2) mmvq_int8_kernel(MmvqArgs a) {
   using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
-  constexpr bool kHalfScales = Traits::kI8ScaleElems == 16;
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* const staging = smem + Tl::kTableBytes;
 
@@ -187,72 +186,106 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
   cp_async_commit();
   __syncthreads();
 
+  // The C fragment's eight columns are (scale group slot, token) pairs, column = slot * M + token
+  // (M = kMaxTokens): a fragment sums kSlots consecutive scale groups in int32, each group's
+  // products landing in its own columns because every other lane's B is masked to zero. Scaling
+  // into float32 then happens once per kSlots groups instead of once per group, and at M = 1 the
+  // seven columns that would be idle carry other groups. Lane (g, t) supplies column g: token
+  // g % M of the groups in slot g / M.
+  constexpr int kGroupsPerSub = 32 / Traits::kI8ScaleElems;  // 1, or 2 for a scale per 16 weights
+  constexpr int kGroups = 8 * kGroupsPerSub;                 // scale groups per 256-weight unit
+  constexpr int kSlots = 8 / kMaxTokens;                     // groups per fragment
+  // Period of the lane's B pattern over groups: its slot and (16-weight scales) its half of the
+  // sub-block, lanes t < 2 holding the first 16 weights.
+  constexpr int kPeriod = kSlots > kGroupsPerSub ? kSlots : kGroupsPerSub;
+  constexpr int kOwnLoads = kGroups / kPeriod;  // 8-byte activation loads per lane and unit
+  const int my_slot = g / kMaxTokens, my_token = g % kMaxTokens;
+  uint32_t b_mask[kPeriod];
+#pragma unroll
+  for (int i = 0; i < kPeriod; ++i) {
+    const bool mine = i % kSlots == my_slot && my_token < a.m && (kGroupsPerSub == 1 || i % 2 == (t >> 1));
+    b_mask[i] = mine ? ~0u : 0u;
+  }
+
+  // acc[c]: C fragment element c (rows g, g, g + 8, g + 8; columns 2t, 2t + 1)
   float acc[1][4] = {};
   const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;
 
   auto compute_unit = [&](int u, int slot, auto full) {
     constexpr bool kFull = decltype(full)::value;
     const uint8_t* st = ring + slot * Tl::kSlotBytes;
-    const uint8_t* act_q = st + Tl::kStageBytes;                              // [token][256]
+    const uint8_t* act_q = st + Tl::kStageBytes;                                     // [token][256]
     const float* act_scale = reinterpret_cast<const float*>(act_q + Tl::kActBytes);  // [sub-block][8]
     const uint8_t* lo = staged_row<Tl>(a, st, g, row_lo, u);
     const uint8_t* hi = staged_row<Tl>(a, st, g + 8, row_hi, u);
     const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
     const int subs = kFull ? 8 : static_cast<int>((a.k - k0) / 32);
+    const int groups = subs * kGroupsPerSub;
     auto block_ref = [&](const uint8_t* row, int64_t n_row, int s) {
       uint8_t split = 0;
       if constexpr (Traits::kSplitScales) split = n_row < a.n ? a.scales[n_row * a.scale_row_stride + k0 / 32 + s] : uint8_t{0};
       return BlockRef{row + (Tl::kBlocksPerUnit == 1 ? 0 : s) * Traits::kBlockBytes, split};
     };
-    // The unit's weight scales first, so that loads its sub-blocks share are read once (formats
-    // with a scale per 16 weights, twice the registers, take theirs per sub-block instead).
-    [[maybe_unused]] float w_lo[8], w_hi[8];
-    if constexpr (!kHalfScales) {
+    auto weight_scale = [&](const uint8_t* row, int64_t n_row, int q) {
+      const int s = q / kGroupsPerSub;
+      return Traits::scale_i8(block_ref(row, n_row, s), Tl::kBlocksPerUnit == 1 ? q : 0);
+    };
+    // This lane's activation codes: token my_token of the sub-blocks of its groups
+    uint2 own[kOwnLoads];
 #pragma unroll
-      for (int s = 0; s < 8; ++s) {
-        if (!kFull && s >= subs) break;
-        const int sub = Tl::kBlocksPerUnit == 1 ? s : 0;  // sub-block within its block
-        w_lo[s] = Traits::scale_i8(block_ref(lo, row_lo, s), sub);
-        w_hi[s] = Traits::scale_i8(block_ref(hi, row_hi, s), sub);
-      }
+    for (int i = 0; i < kOwnLoads; ++i) {
+      const int q = i * kPeriod + (kSlots >= kGroupsPerSub ? my_slot : 0);
+      own[i] = *reinterpret_cast<const uint2*>(act_q + my_token * 256 + 32 * (q / kGroupsPerSub) + 8 * t);
     }
+    // Scales the fragment of groups [q_base, q_base + kSlots) into acc and clears it. Lane t's
+    // columns 2t, 2t + 1 are slots (2t) / M, (2t + 1) / M and tokens (2t) % M, (2t + 1) % M.
+    auto flush = [&](int (&c)[4], int q_base) {
+      const int q0 = q_base + (2 * t) / kMaxTokens, q1 = q_base + (2 * t + 1) / kMaxTokens;
+      const int m0 = (2 * t) % kMaxTokens, m1 = (2 * t + 1) % kMaxTokens;
+      float x0 = act_scale[(q0 / kGroupsPerSub) * 8 + m0], x1 = act_scale[(q1 / kGroupsPerSub) * 8 + m1];
+      float lo0 = weight_scale(lo, row_lo, q0), hi0 = weight_scale(hi, row_hi, q0), lo1 = lo0, hi1 = hi0;
+      if constexpr (kMaxTokens == 1) lo1 = weight_scale(lo, row_lo, q1), hi1 = weight_scale(hi, row_hi, q1);
+      if (!kFull) {  // groups past a short unit's end: staged bytes that are not weights
+        if (q0 >= groups) x0 = 0.0f, lo0 = 0.0f, hi0 = 0.0f;
+        if (q1 >= groups) x1 = 0.0f, lo1 = 0.0f, hi1 = 0.0f;
+      }
+      acc[0][0] = fmaf(static_cast<float>(c[0]), lo0 * x0, acc[0][0]);
+      acc[0][1] = fmaf(static_cast<float>(c[1]), lo1 * x1, acc[0][1]);
+      acc[0][2] = fmaf(static_cast<float>(c[2]), hi0 * x0, acc[0][2]);
+      acc[0][3] = fmaf(static_cast<float>(c[3]), hi1 * x1, acc[0][3]);
+      c[0] = c[1] = c[2] = c[3] = 0;
+    };
+
+    int c[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
       if (!kFull && s >= subs) break;
-      // B fragment: token g's codes of the eight weights lane t decodes (tokens past M: unused)
-      uint32_t b0 = 0, b1 = 0;
-      if (g < a.m) {
-        const uint2 v = *reinterpret_cast<const uint2*>(act_q + g * 256 + 32 * s + 8 * t);
-        b0 = v.x, b1 = v.y;
-      }
-      const float2 xs = *reinterpret_cast<const float2*>(act_scale + s * 8 + 2 * t);  // tokens 2t, 2t + 1
-
       const int group = Tl::kBlocksPerUnit == 1 ? s * 4 + t : t;
       const Int8Group q_lo = Traits::decode_i8(block_ref(lo, row_lo, s), group, cb);
       const Int8Group q_hi = Traits::decode_i8(block_ref(hi, row_hi, s), group, cb);
       const uint32_t frag[4] = {q_lo.q[0], q_hi.q[0], q_lo.q[1], q_hi.q[1]};
-
-      auto accumulate = [&](uint32_t bb0, uint32_t bb1, float wl, float wh) {
-        int c[4];
-        mma_s8_m16n8k32(c, frag, bb0, bb1);
-        acc[0][0] = fmaf(static_cast<float>(c[0]), wl * xs.x, acc[0][0]);
-        acc[0][2] = fmaf(static_cast<float>(c[2]), wh * xs.x, acc[0][2]);
-        if constexpr (kMaxTokens > 1) {
-          acc[0][1] = fmaf(static_cast<float>(c[1]), wl * xs.y, acc[0][1]);
-          acc[0][3] = fmaf(static_cast<float>(c[3]), wh * xs.y, acc[0][3]);
-        }
-      };
-      if constexpr (kHalfScales) {  // lanes t < 2 hold the first 16 weights
-        const BlockRef r_lo = block_ref(lo, row_lo, s), r_hi = block_ref(hi, row_hi, s);
-        accumulate(t < 2 ? b0 : 0u, t < 2 ? b1 : 0u, Traits::scale_i8(r_lo, 2 * s), Traits::scale_i8(r_hi, 2 * s));
-        accumulate(t < 2 ? 0u : b0, t < 2 ? 0u : b1, Traits::scale_i8(r_lo, 2 * s + 1), Traits::scale_i8(r_hi, 2 * s + 1));
-      } else {
-        accumulate(b0, b1, w_lo[s], w_hi[s]);
+#pragma unroll
+      for (int h = 0; h < kGroupsPerSub; ++h) {
+        const int q = s * kGroupsPerSub + h;
+        const uint2 b = own[q / kPeriod];
+        const uint32_t m = b_mask[q % kPeriod];
+        mma_s8_m16n8k32(c, frag, b.x & m, b.y & m);
+        if (q % kSlots == kSlots - 1) flush(c, q - (kSlots - 1));
       }
     }
+    if (!kFull && groups % kSlots != 0) flush(c, groups - groups % kSlots);
   };
 
   stream_units<Tl::kStages, Tl::kUnitElems>(u_begin, u_end, a.k, stage, compute_unit);
+  // Back to the C layout of one token per column (lane t: tokens 2t, 2t + 1): columns of the same
+  // token sit in lanes t, t ^ (M / 2), ... of the quad (at M = 1 also in both of a lane's columns).
+  if constexpr (kMaxTokens == 1) acc[0][0] += acc[0][1], acc[0][2] += acc[0][3], acc[0][1] = acc[0][3] = 0.0f;
+#pragma unroll
+  for (int offset = 1; offset <= 2; offset *= 2) {
+    if (2 * offset < kMaxTokens) continue;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[0][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[0][e], offset);
+  }
   __syncthreads();  // staging is reused for the cross-warp sum
   reduce_and_store<1, Act>(a, reinterpret_cast<float*>(staging), acc, row0, warp, lane);
 }
@@ -325,8 +358,11 @@ void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStrea
     using Act = decltype(act);
     if constexpr (HasInt8<Traits>::value) {
       if (math != MmvqMath::kBf16 && a.m <= kMmvqInt8MaxTokens) {
-        const bool done = a.m == 1 ? launch_mmvq_int8_as<Traits, Act, 1>(a, stream)
-                                   : launch_mmvq_int8_as<Traits, Act, kMmvqInt8MaxTokens>(a, stream);
+        static_assert(kMmvqInt8MaxTokens == 8, "token counts below round up to 1, 2, 4 or 8");
+        const bool done = a.m == 1   ? launch_mmvq_int8_as<Traits, Act, 1>(a, stream)
+                          : a.m == 2 ? launch_mmvq_int8_as<Traits, Act, 2>(a, stream)
+                          : a.m <= 4 ? launch_mmvq_int8_as<Traits, Act, 4>(a, stream)
+                                     : launch_mmvq_int8_as<Traits, Act, 8>(a, stream);
         if (done) return;
       }
     }

@@ -85,6 +85,11 @@ struct RowStager {
       const int64_t len = row_bytes - start < Tl::kUnitBytes ? row_bytes - start : Tl::kUnitBytes;
       const uint8_t* p = row + start;
       const uint8_t* base = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{15});
+      if (base + Tl::kSpanBytes <= w_end) {  // the whole span lies in the tensor: a fixed, unrolled copy
+#pragma unroll
+        for (int ch = half; ch < Tl::kChunks; ch += 2) cp_async_16(dst + 16 * ch, base + 16 * ch, 16);
+        return;
+      }
       const int pieces = static_cast<int>((p - base) + len + 15) >> 4;
       if (base + 16 * pieces <= w_end) {
         for (int ch = half; ch < pieces; ch += 2) cp_async_16(dst + 16 * ch, base + 16 * ch, 16);
