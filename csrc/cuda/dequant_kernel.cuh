@@ -1,4 +1,4 @@
-// Dequantization kernel: one thread per group of eight weights, decoded with the format's own
+// Dequantization kernel: one thread per two groups of eight weights in four rows, decoded with the format's own
 // primitive and rendered exactly as the CPU reference does (float32 bit-exact; bf16 / fp16 as
 // the correctly rounded float32 values), stored 16 bytes at a time.
 #pragma once
@@ -46,43 +46,50 @@ __device__ __forceinline__ void store_group<__half>(__half* dst, const float (&v
 }
 
 inline constexpr int kDequantThreads = 256;
-inline constexpr int kDequantRows = 4;  // rows per thread: independent decodes in flight
+inline constexpr int kDequantRows = 4;    // rows per thread: independent decodes in flight
+inline constexpr int kDequantGroups = 2;  // neighbouring groups per thread and row: one 32-byte store,
+                                          // and the block scale they share is loaded and built once
 
-// grid.x tiles the groups of a row; grid.y tiles rows kDequantRows at a time (striding past
-// 65535 * kDequantRows rows); 32-bit index math per thread.
+// grid.x tiles a row's groups kDequantGroups per thread; grid.y tiles rows kDequantRows at a time
+// (striding past 65535 * kDequantRows rows); 32-bit index math per thread.
 template <class Traits, class Out>
 __global__ void __launch_bounds__(kDequantThreads) dequant_kernel(DequantArgs a) {
   constexpr int kGroupsPerBlock = Traits::kBlockElems / kGroupElems;
+  static_assert(kGroupsPerBlock % kDequantGroups == 0, "a thread's groups share one block");
   const Codebooks cb = global_codebooks<Traits::kCodebook>();
-  const int groups_per_row = static_cast<int>(a.k / kGroupElems);
-  const int gr = blockIdx.x * kDequantThreads + threadIdx.x;
-  if (gr >= groups_per_row) return;
+  const int threads_per_row = static_cast<int>(a.k / (kGroupElems * kDequantGroups));  // K: whole blocks
+  const int tr = blockIdx.x * kDequantThreads + threadIdx.x;
+  if (tr >= threads_per_row) return;
+  const int gr = tr * kDequantGroups;  // first group of the thread within its row
   const int b = gr / kGroupsPerBlock;
   const int g = gr - b * kGroupsPerBlock;
   for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * kDequantRows; r0 < a.rows;
        r0 += static_cast<int64_t>(gridDim.y) * kDequantRows) {
-    float v[kDequantRows][8];
+    float v[kDequantRows][kDequantGroups][8];
 #pragma unroll
     for (int i = 0; i < kDequantRows; ++i) {
       const int64_t r = r0 + i < a.rows ? r0 + i : a.rows - 1;  // a short last tile repeats its last row
       const uint8_t* row = a.data + r * a.row_stride;
       const uint8_t split_scale = Traits::kSplitScales ? a.scales[r * a.scale_row_stride + b] : uint8_t{0};
-      render_f32(Traits::decode_group(BlockRef{row + static_cast<int64_t>(b) * Traits::kBlockBytes, split_scale}, g, cb),
-                 v[i]);
+      const BlockRef block{row + static_cast<int64_t>(b) * Traits::kBlockBytes, split_scale};
+#pragma unroll
+      for (int j = 0; j < kDequantGroups; ++j) render_f32(Traits::decode_group(block, g + j, cb), v[i][j]);
     }
 #pragma unroll
     for (int i = 0; i < kDequantRows; ++i)
-      if (r0 + i < a.rows)
-        store_group(static_cast<Out*>(a.out) + (r0 + i) * a.out_row_stride + static_cast<int64_t>(gr) * kGroupElems,
-                    v[i]);
+      if (r0 + i < a.rows) {
+        Out* dst = static_cast<Out*>(a.out) + (r0 + i) * a.out_row_stride + static_cast<int64_t>(gr) * kGroupElems;
+#pragma unroll
+        for (int j = 0; j < kDequantGroups; ++j) store_group(dst + j * kGroupElems, v[i][j]);
+      }
   }
 }
 
 template <class Traits, class Out>
 void launch_dequant_as(const DequantArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return;
-  const int groups_per_row = static_cast<int>(a.k / kGroupElems);
-  const unsigned gx = static_cast<unsigned>((groups_per_row + kDequantThreads - 1) / kDequantThreads);
+  const int threads_per_row = static_cast<int>(a.k / (kGroupElems * kDequantGroups));
+  const unsigned gx = static_cast<unsigned>((threads_per_row + kDequantThreads - 1) / kDequantThreads);
   const int64_t row_tiles = (a.rows + kDequantRows - 1) / kDequantRows;
   const unsigned gy = static_cast<unsigned>(row_tiles < 65535 ? row_tiles : 65535);
   dequant_kernel<Traits, Out><<<dim3(gx, gy), kDequantThreads, 0, stream>>>(a);
