@@ -47,22 +47,24 @@ __device__ __forceinline__ void store_group<__half>(__half* dst, const float (&v
 
 inline constexpr int kDequantThreads = 256;
 inline constexpr int kDequantRows = 4;    // rows per thread: independent decodes in flight
-inline constexpr int kDequantGroups = 2;  // neighbouring groups per thread and row: one 32-byte store,
-                                          // and the block scale they share is loaded and built once
+inline constexpr int kDequantGroups = 2;  // groups per thread and row, in the same block: the block
+                                          // scale they share (IQ1_M: rebuilt from four words) once
 
 // grid.x tiles a row's groups kDequantGroups per thread; grid.y tiles rows kDequantRows at a time
-// (striding past 65535 * kDequantRows rows); 32-bit index math per thread.
+// (striding past 65535 * kDequantRows rows); 32-bit index math per thread. A thread's groups are
+// h and h + G / 2 of a block of G groups, so that each store instruction of a warp writes whole
+// 32-byte sectors (adjacent groups per thread left every sector half-written per store).
 template <class Traits, class Out>
 __global__ void __launch_bounds__(kDequantThreads) dequant_kernel(DequantArgs a) {
   constexpr int kGroupsPerBlock = Traits::kBlockElems / kGroupElems;
+  constexpr int kStride = kGroupsPerBlock / kDequantGroups;  // between a thread's groups
   static_assert(kGroupsPerBlock % kDequantGroups == 0, "a thread's groups share one block");
   const Codebooks cb = global_codebooks<Traits::kCodebook>();
   const int threads_per_row = static_cast<int>(a.k / (kGroupElems * kDequantGroups));  // K: whole blocks
   const int tr = blockIdx.x * kDequantThreads + threadIdx.x;
   if (tr >= threads_per_row) return;
-  const int gr = tr * kDequantGroups;  // first group of the thread within its row
-  const int b = gr / kGroupsPerBlock;
-  const int g = gr - b * kGroupsPerBlock;
+  const int b = tr / kStride;
+  const int g = tr - b * kStride;
   for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * kDequantRows; r0 < a.rows;
        r0 += static_cast<int64_t>(gridDim.y) * kDequantRows) {
     float v[kDequantRows][kDequantGroups][8];
@@ -73,14 +75,15 @@ __global__ void __launch_bounds__(kDequantThreads) dequant_kernel(DequantArgs a)
       const uint8_t split_scale = Traits::kSplitScales ? a.scales[r * a.scale_row_stride + b] : uint8_t{0};
       const BlockRef block{row + static_cast<int64_t>(b) * Traits::kBlockBytes, split_scale};
 #pragma unroll
-      for (int j = 0; j < kDequantGroups; ++j) render_f32(Traits::decode_group(block, g + j, cb), v[i][j]);
+      for (int j = 0; j < kDequantGroups; ++j) render_f32(Traits::decode_group(block, g + j * kStride, cb), v[i][j]);
     }
 #pragma unroll
     for (int i = 0; i < kDequantRows; ++i)
       if (r0 + i < a.rows) {
-        Out* dst = static_cast<Out*>(a.out) + (r0 + i) * a.out_row_stride + static_cast<int64_t>(gr) * kGroupElems;
+        Out* dst = static_cast<Out*>(a.out) + (r0 + i) * a.out_row_stride +
+                   (static_cast<int64_t>(b) * kGroupsPerBlock + g) * kGroupElems;
 #pragma unroll
-        for (int j = 0; j < kDequantGroups; ++j) store_group(dst + j * kGroupElems, v[i][j]);
+        for (int j = 0; j < kDequantGroups; ++j) store_group(dst + j * kStride * kGroupElems, v[i][j]);
       }
   }
 }
