@@ -1,6 +1,6 @@
-// Dequantization kernel: one thread per two groups of eight weights in four rows, decoded with the format's own
-// primitive and rendered exactly as the CPU reference does (float32 bit-exact; bf16 / fp16 as
-// the correctly rounded float32 values), stored 16 bytes at a time.
+// Dequantization kernel: a thread decodes one or two groups of eight weights in each of four rows
+// with the format's own primitive and renders them exactly as the CPU reference does (float32
+// bit-exact; bf16 / fp16 as the correctly rounded float32 values), stored 16 bytes at a time.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -46,16 +46,29 @@ __device__ __forceinline__ void store_group<__half>(__half* dst, const float (&v
 }
 
 inline constexpr int kDequantThreads = 256;
-inline constexpr int kDequantRows = 4;    // rows per thread: independent decodes in flight
-inline constexpr int kDequantGroups = 2;  // groups per thread and row, in the same block: the block
-                                          // scale they share (IQ1_M: rebuilt from four words) once
 
-// grid.x tiles a row's groups kDequantGroups per thread; grid.y tiles rows kDequantRows at a time
-// (striding past 65535 * kDequantRows rows); 32-bit index math per thread. A thread's groups are
-// h and h + G / 2 of a block of G groups, so that each store instruction of a warp writes whole
-// 32-byte sectors (adjacent groups per thread left every sector half-written per store).
+// Per thread: kRows rows (independent decodes in flight) x kGroups groups of one block per row,
+// groups h and h + G / 2 of a block of G groups, so that each store instruction of a warp writes
+// whole 32-byte sectors. Two groups share their block's scale (built once: IQ1_M rebuilds its fp16
+// scale from four words) and halve the threads; where that was measured slower on the H200
+// (formats whose two groups share nothing: IQ4_XS, MXFP8, Q8_0, IQ1_S, IQ3_XXS, IQ2_XXS),
+// a thread takes one group (benchmarks/NOTES.md).
+template <class Traits>
+struct DequantShape {
+  static constexpr QuantType kType = Traits::kType;
+  static constexpr bool kOneGroup = kType == QuantType::IQ4_XS || kType == QuantType::MXFP8_E4M3 ||
+                                    kType == QuantType::Q8_0 || kType == QuantType::IQ1_S ||
+                                    kType == QuantType::IQ3_XXS || kType == QuantType::IQ2_XXS;
+  static constexpr int kGroups = kOneGroup ? 1 : 2;
+  static constexpr int kRows = 4;
+};
+
+// grid.x tiles a row's groups kGroups per thread; grid.y tiles rows kRows at a time (striding
+// past 65535 * kRows rows); 32-bit index math per thread.
 template <class Traits, class Out>
 __global__ void __launch_bounds__(kDequantThreads) dequant_kernel(DequantArgs a) {
+  using Shape = DequantShape<Traits>;
+  constexpr int kDequantRows = Shape::kRows, kDequantGroups = Shape::kGroups;
   constexpr int kGroupsPerBlock = Traits::kBlockElems / kGroupElems;
   constexpr int kStride = kGroupsPerBlock / kDequantGroups;  // between a thread's groups
   static_assert(kGroupsPerBlock % kDequantGroups == 0, "a thread's groups share one block");
@@ -90,10 +103,11 @@ __global__ void __launch_bounds__(kDequantThreads) dequant_kernel(DequantArgs a)
 
 template <class Traits, class Out>
 void launch_dequant_as(const DequantArgs& a, cudaStream_t stream) {
+  using Shape = DequantShape<Traits>;
   if (a.rows == 0) return;
-  const int threads_per_row = static_cast<int>(a.k / (kGroupElems * kDequantGroups));
+  const int threads_per_row = static_cast<int>(a.k / (kGroupElems * Shape::kGroups));
   const unsigned gx = static_cast<unsigned>((threads_per_row + kDequantThreads - 1) / kDequantThreads);
-  const int64_t row_tiles = (a.rows + kDequantRows - 1) / kDequantRows;
+  const int64_t row_tiles = (a.rows + Shape::kRows - 1) / Shape::kRows;
   const unsigned gy = static_cast<unsigned>(row_tiles < 65535 ? row_tiles : 65535);
   dequant_kernel<Traits, Out><<<dim3(gx, gy), kDequantThreads, 0, stream>>>(a);
   check_launch("dequantize");
