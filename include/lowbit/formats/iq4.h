@@ -106,10 +106,11 @@ struct FormatTraits<QuantType::IQ4_XS>
 
   // d * (ls - 32) of 32-weight sub-block ib
   LOWBIT_HD static float sub_scale(BlockRef b, int ib) {
-    const uint32_t scales_h = load_u16<8>(b.bytes + offsetof(Block, scales_h));
+    static_assert(offsetof(Block, scales_h) == 2, "d and scales_h: one 32-bit load");
+    const uint32_t head = load_u32<8>(b.bytes);  // d | scales_h << 16
     const uint32_t low = (b.bytes[offsetof(Block, scales_l) + (ib >> 1)] >> (4 * (ib & 1))) & 0xFu;
-    const int ls = static_cast<int>(low | (((scales_h >> (2 * ib)) & 3u) << 4));
-    return fp16_to_float(static_cast<uint16_t>(load_u16<8>(b.bytes))) * static_cast<float>(ls - 32);
+    const int ls = static_cast<int>(low | (((head >> (16 + 2 * ib)) & 3u) << 4));
+    return fp16_to_float(static_cast<uint16_t>(head & 0xFFFFu)) * static_cast<float>(ls - 32);
   }
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
