@@ -7,10 +7,14 @@
 // The MMVQ kernel has the tiling and weight pipeline of the bf16 MMVQ (mmvq_kernel.cuh): a block
 // owns 16 rows, its warps split K into 256-weight units, each warp streams its units (weights and
 // the quantized activations) through a cp.async ring. Per 32-weight sub-block one mma
-// m16n8k32.s8 gives int32 dot products of 16 rows x 8 tokens, scaled by (weight scale *
-// activation scale) into float32. Formats whose scale covers 16 weights run the mma twice with the
-// activations of the other half zeroed. Lane (g, t) decodes int8 group t of the sub-block for rows
-// g and g + 8 (its A fragment) and reads token g's codes of the same weights (its B fragment).
+// m16n8k32.s8 multiplies 16 rows of int8 weights (lane (g, t) decodes int8 group t of the
+// sub-block for rows g and g + 8: its A fragment) with a B operand whose eight columns are
+// (scale group, token) pairs: with M tokens (M rounded up to 1, 2, 4 or 8), 8 / M consecutive
+// scale groups (32 weights, or 16 where the format scales per 16 weights) share one int32 C
+// fragment, each group in its own M columns, because every lane whose column does not belong to
+// the current group supplies zeros. The fragment is scaled into float32 (weight scale *
+// activation scale) once it holds its 8 / M groups: once per unit at M = 1 instead of once per
+// group, and the columns that a single token would leave idle carry the other groups.
 //
 // Cost per 8 weights is a table lookup or two and a few integer operations, against about 35
 // instructions for the bf16 render: the bf16 kernel was bound by instruction issue (NOTES.md).
