@@ -166,14 +166,11 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
     uint8_t* dst = ring + slot * Tl::kSlotBytes + Tl::kStageBytes;
     const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
     const int pieces = static_cast<int>((a.k - k0 < 256 ? a.k - k0 : 256) / 16);  // K: whole 32s
-#pragma unroll
-    for (int i = 0; i < ((kMaxTokens + 1) * 16 + 31) / 32; ++i) {  // unrolled: the pieces of M <= kMaxTokens
-      const int p = lane + 32 * i;
-      const int m = (p >> 4) - 1, piece = p & 15;
-      if (m >= a.m || piece >= pieces) continue;
+    for (int p = lane; p < (a.m + 1) * 16; p += 32) {
+      const int m = p / 16 - 1, piece = p % 16;
       if (m < 0) {  // scales of sub-blocks 8u .., 8 floats each: 2 pieces per sub-block
-        cp_async_16(dst + Tl::kActBytes + 16 * piece, a.xs + 8 * (k0 / 32) + 4 * piece, 16);
-      } else {
+        if (piece < pieces) cp_async_16(dst + Tl::kActBytes + 16 * piece, a.xs + 8 * (k0 / 32) + 4 * piece, 16);
+      } else if (piece < pieces) {
         cp_async_16(dst + m * 256 + 16 * piece, a.xq + m * a.k + k0 + 16 * piece, 16);
       }
     }
@@ -224,8 +221,8 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
     const uint8_t* st = ring + slot * Tl::kSlotBytes;
     const uint8_t* act_q = st + Tl::kStageBytes;                                     // [token][256]
     const float* act_scale = reinterpret_cast<const float*>(act_q + Tl::kActBytes);  // [sub-block][8]
-    const uint8_t* lo = stager.staged_row(st, u, g);
-    const uint8_t* hi = stager.staged_row(st, u, g + 8);
+    const uint8_t* lo = staged_row<Tl>(a, st, g, row_lo, u);
+    const uint8_t* hi = staged_row<Tl>(a, st, g + 8, row_hi, u);
     const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
     const int subs = kFull ? 8 : static_cast<int>((a.k - k0) / 32);
     const int groups = subs * kGroupsPerSub;

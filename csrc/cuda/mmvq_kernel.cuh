@@ -65,29 +65,25 @@ struct RowStager {
   static constexpr int kRowsPerCopy = 32 / kLanesPerRow;
   static constexpr int kCopiesPerRow = (Tl::kChunks + kLanesPerRow - 1) / kLanesPerRow;
 
-  // Few members: the stager lives through the whole K loop, next to the decode's registers.
+  const uint8_t* row;  // this lane's row, nullptr past N
   const uint8_t* tile;  // the tile's first row
   const uint8_t* w_end;
-  int64_t stride, row_bytes;
-  int rows;  // rows of the tile that exist (< 16 only in the last tile)
-  int lane;
-  bool aligned_rows;  // every row starts at the same offset modulo 16
+  int64_t row_bytes, stride;
+  int64_t lane_src;  // this lane's first piece relative to the aligned span of row 0
+  int lane_dst, lane_chunk;
+  bool whole_tile;   // all 16 rows exist and share one alignment
+  int r, half;
 
-  __device__ __forceinline__ RowStager(const MmvqArgs& a, int64_t row0, int64_t row_bytes_, int lane_)
-      : tile(a.w + row0 * a.w_row_stride),
-        w_end(a.w + (a.n - 1) * a.w_row_stride + row_bytes_),
-        stride(a.w_row_stride),
-        row_bytes(row_bytes_),
-        rows(a.n - row0 < Tl::kRows ? static_cast<int>(a.n - row0) : Tl::kRows),
-        lane(lane_),
-        aligned_rows(a.w_row_stride % 16 == 0) {}
-
-  // Where row r of the tile starts inside a stage holding unit u (the copies keep each row's
-  // offset modulo 16); with aligned rows one offset serves all rows.
-  __device__ __forceinline__ const uint8_t* staged_row(const uint8_t* stage_base, int u, int r) const {
-    const uint8_t* src = tile + static_cast<int64_t>(u) * Tl::kUnitBytes;
-    if (!aligned_rows) src += r * stride;
-    return stage_base + r * Tl::kSpanBytes + (reinterpret_cast<uintptr_t>(src) & 15);
+  __device__ __forceinline__ RowStager(const MmvqArgs& a, int64_t row0, int64_t row_bytes_, int lane)
+      : row_bytes(row_bytes_), stride(a.w_row_stride), r(lane >> 1), half(lane & 1) {
+    w_end = a.w + (a.n - 1) * a.w_row_stride + row_bytes;
+    row = row0 + r < a.n ? a.w + (row0 + r) * a.w_row_stride : nullptr;
+    tile = a.w + row0 * a.w_row_stride;
+    whole_tile = row0 + Tl::kRows <= a.n && a.w_row_stride % 16 == 0;
+    const int copy_row = lane / kLanesPerRow;
+    lane_chunk = lane % kLanesPerRow;
+    lane_src = copy_row * stride + 16 * lane_chunk;
+    lane_dst = copy_row * Tl::kSpanBytes + 16 * lane_chunk;
   }
 
   // Issues the copies of unit u into a stage and commits them as one cp.async group.
@@ -98,29 +94,27 @@ struct RowStager {
 
   __device__ __forceinline__ void issue(int u, uint8_t* stage_base) const {
     const int64_t start = static_cast<int64_t>(u) * Tl::kUnitBytes;
-    if (aligned_rows && rows == Tl::kRows) {
+    if (whole_tile) {
       const uint8_t* base = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(tile + start) & ~uintptr_t{15});
       if (base + (Tl::kRows - 1) * stride + Tl::kSpanBytes <= w_end) {
-        const int copy_row = lane / kLanesPerRow, chunk = lane % kLanesPerRow;
-        const uint8_t* src = base + copy_row * stride + 16 * chunk;
-        uint8_t* dst = stage_base + copy_row * Tl::kSpanBytes + 16 * chunk;
+        const uint8_t* src = base + lane_src;
+        uint8_t* dst = stage_base + lane_dst;
 #pragma unroll
         for (int i = 0; i < Tl::kRows / kRowsPerCopy; ++i)
 #pragma unroll
           for (int j = 0; j < kCopiesPerRow; ++j)
-            if (chunk + j * kLanesPerRow < Tl::kChunks)
+            if (lane_chunk + j * kLanesPerRow < Tl::kChunks)
               cp_async_16(dst + (i * kRowsPerCopy) * Tl::kSpanBytes + 16 * j * kLanesPerRow,
                           src + (i * kRowsPerCopy) * stride + 16 * j * kLanesPerRow, 16);
         return;
       }
     }
-    const int r = lane >> 1, half = lane & 1;
     uint8_t* dst = stage_base + r * Tl::kSpanBytes;
-    if (r >= rows) {
+    if (row == nullptr) {
       for (int ch = half; ch < Tl::kChunks; ch += 2) *reinterpret_cast<uint4*>(dst + 16 * ch) = make_uint4(0, 0, 0, 0);
     } else {
       const int64_t len = row_bytes - start < Tl::kUnitBytes ? row_bytes - start : Tl::kUnitBytes;
-      const uint8_t* p = tile + r * stride + start;
+      const uint8_t* p = row + start;
       const uint8_t* base = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{15});
       const int pieces = static_cast<int>((p - base) + len + 15) >> 4;
       if (base + 16 * pieces <= w_end) {
@@ -166,6 +160,15 @@ __device__ __forceinline__ void stream_units(int u_begin, int u_end, int64_t k, 
   }
   cp_async_wait<0>();
 }
+
+// Where row `row` of unit u starts inside a stage that holds it at `row_in_stage`.
+template <class Tl>
+__device__ __forceinline__ const uint8_t* staged_row(const MmvqArgs& a, const uint8_t* stage, int row_in_stage,
+                                                     int64_t row, int u) {
+  const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
+  return stage + row_in_stage * Tl::kSpanBytes + (reinterpret_cast<uintptr_t>(a.w + row * a.w_row_stride + unit_start) & 15);
+}
+
 
 // Eight activations x[k .. k + 8) as bf16 pairs (zeros for a token row past M).
 template <class Act>
@@ -260,8 +263,8 @@ __global__ void __launch_bounds__(256, 2) mmvq_kernel(MmvqArgs a) {
   auto compute_unit = [&](int u, int slot, auto full) {
     constexpr bool kFull = decltype(full)::value;
     const uint8_t* st = ring + slot * Tl::kStageBytes;
-    const uint8_t* lo = stager.staged_row(st, u, g);
-    const uint8_t* hi = stager.staged_row(st, u, g + 8);
+    const uint8_t* lo = staged_row<Tl>(a, st, g, row_lo, u);
+    const uint8_t* hi = staged_row<Tl>(a, st, g + 8, row_hi, u);
     const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
     const int subs = kFull ? 8 : static_cast<int>((a.k - k0) / 32);
     uint32_t b[8][kTiles][4];
