@@ -53,7 +53,8 @@ template <class Traits, class Tl>
 __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
   if constexpr (Tl::kPackedTernary) {
     uint32_t* packed = reinterpret_cast<uint32_t*>(shared);
-    for (int i = threadIdx.x; i < LOWBIT_IQ1S_GRID_SIZE; i += blockDim.x) packed[i] = pack_ternary_row(kIq1sGridDevice[i]);
+    for (int i = threadIdx.x; i < LOWBIT_IQ1S_GRID_SIZE; i += blockDim.x)
+      packed[i] = pack_ternary_row(kIq1sGridDevice[i]);
     Codebooks cb;
     cb.iq1s_packed = packed;
     return cb;
@@ -101,8 +102,10 @@ __device__ __forceinline__ void load4_f32(const Act* p, float* f) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       float2 h;
-      if constexpr (std::is_same_v<Act, __half>) h = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-      else h = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+      if constexpr (std::is_same_v<Act, __half>)
+        h = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+      else
+        h = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
       f[2 * i] = h.x, f[2 * i + 1] = h.y;
     }
   }
@@ -228,7 +231,8 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
     const int groups = subs * kGroupsPerSub;
     auto block_ref = [&](const uint8_t* row, int64_t n_row, int s) {
       uint8_t split = 0;
-      if constexpr (Traits::kSplitScales) split = n_row < a.n ? a.scales[n_row * a.scale_row_stride + k0 / 32 + s] : uint8_t{0};
+      if constexpr (Traits::kSplitScales)
+        split = n_row < a.n ? a.scales[n_row * a.scale_row_stride + k0 / 32 + s] : uint8_t{0};
       return BlockRef{row + (Tl::kBlocksPerUnit == 1 ? 0 : s) * Traits::kBlockBytes, split};
     };
     auto weight_scale = [&](const uint8_t* row, int64_t n_row, int q) {
@@ -322,9 +326,9 @@ bool launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
   if (warps == 0) return false;
   const int smem = Tl::smem_bytes(warps);
   const int smem_max = Tl::smem_bytes(Tl::kMaxWarps) < limits.shared_per_block_optin ? Tl::smem_bytes(Tl::kMaxWarps)
-                                                                                      : limits.shared_per_block_optin;
+                                                                                     : limits.shared_per_block_optin;
   configure_shared_memory(reinterpret_cast<const void*>(kernel), smem_max);  // once, for any warp count
-  const int64_t threads = a.k;  // 8 tokens x K / 8 groups
+  const int64_t threads = a.k;                                               // 8 tokens x K / 8 groups
   quantize_activations_kernel<Act, Traits::kI8Order><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(
       a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
   check_launch("mmvq (int8 activations)");

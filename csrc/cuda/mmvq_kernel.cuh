@@ -65,13 +65,13 @@ struct RowStager {
   static constexpr int kRowsPerCopy = 32 / kLanesPerRow;
   static constexpr int kCopiesPerRow = (Tl::kChunks + kLanesPerRow - 1) / kLanesPerRow;
 
-  const uint8_t* row;  // this lane's row, nullptr past N
+  const uint8_t* row;   // this lane's row, nullptr past N
   const uint8_t* tile;  // the tile's first row
   const uint8_t* w_end;
   int64_t row_bytes, stride;
   int64_t lane_src;  // this lane's first piece relative to the aligned span of row 0
   int lane_dst, lane_chunk;
-  bool whole_tile;   // all 16 rows exist and share one alignment
+  bool whole_tile;  // all 16 rows exist and share one alignment
   int r, half;
 
   __device__ __forceinline__ RowStager(const MmvqArgs& a, int64_t row0, int64_t row_bytes_, int lane)
@@ -95,7 +95,8 @@ struct RowStager {
   __device__ __forceinline__ void issue(int u, uint8_t* stage_base) const {
     const int64_t start = static_cast<int64_t>(u) * Tl::kUnitBytes;
     if (whole_tile) {
-      const uint8_t* base = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(tile + start) & ~uintptr_t{15});
+      const uint8_t* base =
+          reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(tile + start) & ~uintptr_t{15});
       if (base + (Tl::kRows - 1) * stride + Tl::kSpanBytes <= w_end) {
         const uint8_t* src = base + lane_src;
         uint8_t* dst = stage_base + lane_dst;
@@ -141,8 +142,10 @@ template <int kStages, class Stage>
 __device__ __forceinline__ void stage_ahead(int u_begin, int u_end, Stage&& stage) {
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
-    if (u_begin + i < u_end) stage(u_begin + i, i);
-    else cp_async_commit();  // empty groups keep the wait counts uniform
+    if (u_begin + i < u_end)
+      stage(u_begin + i, i);
+    else
+      cp_async_commit();  // empty groups keep the wait counts uniform
   }
 }
 
@@ -150,12 +153,16 @@ template <int kStages, int kUnitElems, class Stage, class Compute>
 __device__ __forceinline__ void stream_units(int u_begin, int u_end, int64_t k, Stage&& stage, Compute&& compute) {
   for (int u = u_begin; u < u_end; ++u) {
     const int i = u - u_begin;
-    if (u + kStages - 1 < u_end) stage(u + kStages - 1, (i + kStages - 1) % kStages);
-    else cp_async_commit();
+    if (u + kStages - 1 < u_end)
+      stage(u + kStages - 1, (i + kStages - 1) % kStages);
+    else
+      cp_async_commit();
     cp_async_wait<kStages - 1>();
     __syncwarp();
-    if (static_cast<int64_t>(u + 1) * kUnitElems <= k) compute(u, i % kStages, std::true_type{});
-    else compute(u, i % kStages, std::false_type{});
+    if (static_cast<int64_t>(u + 1) * kUnitElems <= k)
+      compute(u, i % kStages, std::true_type{});
+    else
+      compute(u, i % kStages, std::false_type{});
     __syncwarp();  // the slot is refilled next iteration
   }
   cp_async_wait<0>();
@@ -166,9 +173,9 @@ template <class Tl>
 __device__ __forceinline__ const uint8_t* staged_row(const MmvqArgs& a, const uint8_t* stage, int row_in_stage,
                                                      int64_t row, int u) {
   const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
-  return stage + row_in_stage * Tl::kSpanBytes + (reinterpret_cast<uintptr_t>(a.w + row * a.w_row_stride + unit_start) & 15);
+  return stage + row_in_stage * Tl::kSpanBytes +
+         (reinterpret_cast<uintptr_t>(a.w + row * a.w_row_stride + unit_start) & 15);
 }
-
 
 // Eight activations x[k .. k + 8) as bf16 pairs (zeros for a token row past M).
 template <class Act>
@@ -204,11 +211,17 @@ __device__ __forceinline__ void load_activations<__half>(const __half* p, bool v
 template <class Out>
 __device__ __forceinline__ Out from_float(float v);
 template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
 
 // Sums the warps' mma accumulators (the m16n8 C fragment layout) in a fixed order and writes y.
 // `partial` holds (warps of the block) * kTiles * 128 floats and may alias the staging (the
@@ -268,7 +281,7 @@ __global__ void __launch_bounds__(256, 2) mmvq_kernel(MmvqArgs a) {
     const int64_t k0 = static_cast<int64_t>(u) * Tl::kUnitElems;
     const int subs = kFull ? 8 : static_cast<int>((a.k - k0) / 32);
     uint32_t b[8][kTiles][4];
-    auto load_sub = [&](int s, uint32_t(&dst)[kTiles][4]) {
+    auto load_sub = [&](int s, uint32_t (&dst)[kTiles][4]) {
 #pragma unroll
       for (int nt = 0; nt < kTiles; ++nt) {
         const int token = nt * 8 + g;

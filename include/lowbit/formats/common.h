@@ -93,7 +93,9 @@ LOWBIT_HD uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
 
-LOWBIT_HD float bf16_to_float(uint16_t b) { return bits_to_float(static_cast<uint32_t>(b) << 16); }
+LOWBIT_HD float bf16_to_float(uint16_t b) {
+  return bits_to_float(static_cast<uint32_t>(b) << 16);
+}
 
 // OCP E8M0 scale: 2^(code - 127); 0xFF is NaN. Code 0 is 2^-127, a binary32 subnormal.
 LOWBIT_HD float e8m0_to_float(uint8_t code) {
@@ -170,8 +172,10 @@ LOWBIT_HD uint32_t ksigns_iq2xs(uint32_t code7) {
 template <int kAlign>
 LOWBIT_HD uint32_t load_u16(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)
-  if constexpr (kAlign >= 2) return *reinterpret_cast<const uint16_t*>(p);
-  else return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8);
+  if constexpr (kAlign >= 2)
+    return *reinterpret_cast<const uint16_t*>(p);
+  else
+    return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8);
 #else
   uint16_t v;
   std::memcpy(&v, p, 2);
@@ -182,13 +186,14 @@ LOWBIT_HD uint32_t load_u16(const uint8_t* p) {
 template <int kAlign>
 LOWBIT_HD uint32_t load_u32(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)
-  if constexpr (kAlign >= 4) return *reinterpret_cast<const uint32_t*>(p);
+  if constexpr (kAlign >= 4)
+    return *reinterpret_cast<const uint32_t*>(p);
   else if constexpr (kAlign == 2)
     return static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(p)[0]) |
            (static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(p)[1]) << 16);
   else
-    return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-           (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+    return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+           (static_cast<uint32_t>(p[3]) << 24);
 #else
   uint32_t v;
   std::memcpy(&v, p, 4);
@@ -199,8 +204,10 @@ LOWBIT_HD uint32_t load_u32(const uint8_t* p) {
 template <int kAlign>
 LOWBIT_HD uint64_t load_u64(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)
-  if constexpr (kAlign >= 8) return *reinterpret_cast<const uint64_t*>(p);
-  else return static_cast<uint64_t>(load_u32<kAlign>(p)) | (static_cast<uint64_t>(load_u32<kAlign>(p + 4)) << 32);
+  if constexpr (kAlign >= 8)
+    return *reinterpret_cast<const uint64_t*>(p);
+  else
+    return static_cast<uint64_t>(load_u32<kAlign>(p)) | (static_cast<uint64_t>(load_u32<kAlign>(p + 4)) << 32);
 #else
   uint64_t v;
   std::memcpy(&v, p, 8);
@@ -237,7 +244,7 @@ LOWBIT_HD uint32_t group_byte(const uint32_t (&words)[2], int i) {
 
 // The float value of each weight, exactly as ggml's reference dequantization computes it.
 LOWBIT_HD void render_f32(const MagnitudeGroup& g, float* out) {
-LOWBIT_UNROLL
+  LOWBIT_UNROLL
   for (int i = 0; i < 8; ++i) {
     const float m = static_cast<float>(group_byte(g.mag, i));
     out[i] = g.scale * (group_byte(g.neg, i) ? -m : m);
@@ -247,16 +254,16 @@ LOWBIT_UNROLL
 LOWBIT_HD void render_f32(const Fp8Group& g, float* out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   // the hardware conversion (exact: E4M3 -> fp16 -> fp32) instead of the bit-level decode
-LOWBIT_UNROLL
+  LOWBIT_UNROLL
   for (int p = 0; p < 4; ++p) {
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
-        static_cast<__nv_fp8x2_storage_t>(g.e4m3[p >> 1] >> (16 * (p & 1))), __NV_E4M3);
+    const __half2_raw h =
+        __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(g.e4m3[p >> 1] >> (16 * (p & 1))), __NV_E4M3);
     const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
     out[2 * p] = g.scale * f.x;
     out[2 * p + 1] = g.scale * f.y;
   }
 #else
-LOWBIT_UNROLL
+  LOWBIT_UNROLL
   for (int i = 0; i < 8; ++i) out[i] = g.scale * e4m3_to_float(static_cast<uint8_t>(group_byte(g.e4m3, i)));
 #endif
 }
@@ -307,7 +314,7 @@ LOWBIT_HD Int8Group apply_sign_bits(uint32_t mag0, uint32_t mag1, uint32_t signs
 // nibble i: each half is a ready byte_perm selector into a 3-entry value table.
 LOWBIT_HD uint32_t pack_ternary_row(uint64_t row) {
   uint32_t r = 0;
-LOWBIT_UNROLL
+  LOWBIT_UNROLL
   for (int i = 0; i < 8; ++i) r |= ((static_cast<uint32_t>(row >> (8 * i)) + 1u) & 0xFu) << (4 * i);
   return r;
 }
@@ -337,10 +344,14 @@ LOWBIT_HD uint32_t nibble_selector(uint32_t bytes) {
 }
 
 // Per-byte 0x80 where the byte is non-zero, for bytes <= 0x7F.
-LOWBIT_HD uint32_t nonzero_bytes(uint32_t bytes) { return (bytes + 0x7F7F7F7Fu) & 0x80808080u; }
+LOWBIT_HD uint32_t nonzero_bytes(uint32_t bytes) {
+  return (bytes + 0x7F7F7F7Fu) & 0x80808080u;
+}
 
 // Per-byte 0xFF where the byte has 0x80 set.
-LOWBIT_HD uint32_t expand_sign_bytes(uint32_t bytes) { return ((bytes >> 7) & 0x01010101u) * 0xFFu; }
+LOWBIT_HD uint32_t expand_sign_bytes(uint32_t bytes) {
+  return ((bytes >> 7) & 0x01010101u) * 0xFFu;
+}
 
 // Any decoded magnitude group as int8 (sign bytes are 0 where the magnitude is 0: no carries).
 LOWBIT_HD Int8Group int8_from_magnitudes(const MagnitudeGroup& g) {

@@ -17,8 +17,8 @@ static_assert(sizeof(BlockIq4nl) == 18, "IQ4_NL block is 18 bytes");
 
 struct BlockIq4xs {
   uint16_t d;
-  uint16_t scales_h;   // 2 high bits of each 6-bit sub-block scale
-  uint8_t scales_l[4]; // 4 low bits of each 6-bit sub-block scale
+  uint16_t scales_h;    // 2 high bits of each 6-bit sub-block scale
+  uint8_t scales_l[4];  // 4 low bits of each 6-bit sub-block scale
   uint8_t qs[128];
 };
 static_assert(sizeof(BlockIq4xs) == 136, "IQ4_XS block is 136 bytes");
@@ -55,7 +55,9 @@ inline constexpr uint32_t kIq4nlI81 = codebook::table_word(codebook::kKvaluesIq4
 inline constexpr uint32_t kIq4nlI82 = codebook::table_word(codebook::kKvaluesIq4nl, 2);
 inline constexpr uint32_t kIq4nlI83 = codebook::table_word(codebook::kKvaluesIq4nl, 3);
 
-LOWBIT_HD Int8Group iq4nl_i8(uint32_t w) { return nibble_lookup_i8(w, kIq4nlI80, kIq4nlI81, kIq4nlI82, kIq4nlI83); }
+LOWBIT_HD Int8Group iq4nl_i8(uint32_t w) {
+  return nibble_lookup_i8(w, kIq4nlI80, kIq4nlI81, kIq4nlI82, kIq4nlI83);
+}
 
 // Group g of a 32-weight nibble run at `qs`: weights 8g..8g+7 (bytes 8(g&1).., nibble g>>1).
 template <int kAlign>
@@ -79,9 +81,8 @@ LOWBIT_HD MagnitudeGroup iq4nl_group(const uint8_t* qs, int g, float scale) {
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::IQ4_NL>
-    : BlockFormat<QuantType::IQ4_NL, BlockIq4nl, 32, /*kAlign=*/2, Codebook::kNone>,
-      Int8Form<I8Order::kNibbleInterleaved, 32> {
+struct FormatTraits<QuantType::IQ4_NL> : BlockFormat<QuantType::IQ4_NL, BlockIq4nl, 32, /*kAlign=*/2, Codebook::kNone>,
+                                         Int8Form<I8Order::kNibbleInterleaved, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq4_nl";
 
@@ -94,13 +95,14 @@ struct FormatTraits<QuantType::IQ4_NL>
     return detail::iq4nl_i8(load_u32<2>(b.bytes + offsetof(Block, qs) + 4 * g));
   }
 
-  LOWBIT_HD static float scale_i8(BlockRef b, int) { return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))); }
+  LOWBIT_HD static float scale_i8(BlockRef b, int) {
+    return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+  }
 };
 
 template <>
-struct FormatTraits<QuantType::IQ4_XS>
-    : BlockFormat<QuantType::IQ4_XS, BlockIq4xs, 256, /*kAlign=*/8, Codebook::kNone>,
-      Int8Form<I8Order::kNibbleInterleaved, 32> {
+struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4xs, 256, /*kAlign=*/8, Codebook::kNone>,
+                                         Int8Form<I8Order::kNibbleInterleaved, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq4_xs";
 
