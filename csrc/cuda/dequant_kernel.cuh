@@ -6,6 +6,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "cuda/device_codebooks.cuh"
 #include "cuda/launch.h"
 #include "lowbit/formats/all.h"
@@ -50,6 +52,40 @@ __device__ __forceinline__ void store_group<__half>(__half* dst, const float (&v
   store_16_bytes(dst, w);
 }
 
+// Four values to 4 consecutive outputs (8 bytes of bf16 / fp16, 16 of float).
+template <class Out>
+__device__ __forceinline__ void store_four(Out* dst, float v0, float v1, float v2, float v3) {
+  if constexpr (std::is_same_v<Out, float>) {
+    *reinterpret_cast<float4*>(dst) = make_float4(v0, v1, v2, v3);
+  } else {
+    uint32_t w[2];
+    if constexpr (std::is_same_v<Out, __half>) {
+      const __half2 a = __floats2half2_rn(v0, v1), b = __floats2half2_rn(v2, v3);
+      w[0] = *reinterpret_cast<const uint32_t*>(&a), w[1] = *reinterpret_cast<const uint32_t*>(&b);
+    } else {
+      const __nv_bfloat162 a = __floats2bfloat162_rn(v0, v1), b = __floats2bfloat162_rn(v2, v3);
+      w[0] = *reinterpret_cast<const uint32_t*>(&a), w[1] = *reinterpret_cast<const uint32_t*>(&b);
+    }
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(dst), "r"(w[0]), "r"(w[1]) : "memory");
+  }
+}
+
+// Int8 group gi of a block (decode_i8 order) times its scale, stored where its weights go:
+// scale * code is the float the reference computes (one rounding), so the output is the same.
+template <class Traits, class Out>
+__device__ __forceinline__ void store_int8_group(Out* block_out, int gi, const Int8Group& q, float scale) {
+  float v[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = scale * static_cast<float>(static_cast<int8_t>(q.q[j >> 2] >> (8 * (j & 3))));
+  if constexpr (Traits::kI8Order == I8Order::kContiguous) {
+    store_group(block_out + 8 * gi, v);
+  } else {  // even bytes are 4 consecutive weights, odd bytes the 4 that sit 16 further on
+    Out* dst = block_out + i8_element(Traits::kI8Order, gi, 0);
+    store_four(dst, v[0], v[2], v[4], v[6]);
+    store_four(dst + 16, v[1], v[3], v[5], v[7]);
+  }
+}
+
 inline constexpr int kDequantThreads = 256;
 
 // Per thread: kRows rows (independent decodes in flight) x kGroups groups of one block per row,
@@ -64,7 +100,11 @@ struct DequantShape {
   static constexpr bool kOneGroup = kType == QuantType::IQ4_XS || kType == QuantType::MXFP8_E4M3 ||
                                     kType == QuantType::Q8_0 || kType == QuantType::IQ1_S ||
                                     kType == QuantType::IQ3_XXS || kType == QuantType::IQ2_XXS;
-  static constexpr int kGroups = kOneGroup ? 1 : 2;
+  // Decode to the int8 codes and scale them (IQ4: one lookup per 8 weights instead of the float
+  // decode's two and its per-byte render). One group per thread: lanes t = 0..3 of a sub-block
+  // then fill whole sectors with each of their two 4-weight stores.
+  static constexpr bool kViaInt8 = kType == QuantType::IQ4_XS || kType == QuantType::IQ4_NL;
+  static constexpr int kGroups = kOneGroup || kViaInt8 ? 1 : 2;
   static constexpr int kRows = 4;
 };
 
@@ -85,24 +125,50 @@ __global__ void __launch_bounds__(kDequantThreads) dequant_kernel(DequantArgs a)
   const int g = tr - b * kStride;
   for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * kDequantRows; r0 < a.rows;
        r0 += static_cast<int64_t>(gridDim.y) * kDequantRows) {
-    float v[kDequantRows][kDequantGroups][8];
+    if constexpr (Shape::kViaInt8) {
+      static_assert(Traits::kCodebook == Codebook::kNone && Traits::kI8ScaleElems == 32, "IQ4-like formats");
+      Int8Group q[kDequantRows][kDequantGroups];
+      float scale[kDequantRows][kDequantGroups];
 #pragma unroll
-    for (int i = 0; i < kDequantRows; ++i) {
-      const int64_t r = r0 + i < a.rows ? r0 + i : a.rows - 1;  // a short last tile repeats its last row
-      const uint8_t* row = a.data + r * a.row_stride;
-      const uint8_t split_scale = Traits::kSplitScales ? a.scales[r * a.scale_row_stride + b] : uint8_t{0};
-      const BlockRef block{row + static_cast<int64_t>(b) * Traits::kBlockBytes, split_scale};
+      for (int i = 0; i < kDequantRows; ++i) {
+        const int64_t r = r0 + i < a.rows ? r0 + i : a.rows - 1;
+        const BlockRef block{a.data + r * a.row_stride + static_cast<int64_t>(b) * Traits::kBlockBytes, 0};
 #pragma unroll
-      for (int j = 0; j < kDequantGroups; ++j) render_f32(Traits::decode_group(block, g + j * kStride, cb), v[i][j]);
-    }
-#pragma unroll
-    for (int i = 0; i < kDequantRows; ++i)
-      if (r0 + i < a.rows) {
-        Out* dst = static_cast<Out*>(a.out) + (r0 + i) * a.out_row_stride +
-                   (static_cast<int64_t>(b) * kGroupsPerBlock + g) * kGroupElems;
-#pragma unroll
-        for (int j = 0; j < kDequantGroups; ++j) store_group(dst + j * kStride * kGroupElems, v[i][j]);
+        for (int j = 0; j < kDequantGroups; ++j) {
+          const int gi = g + j * kStride;
+          q[i][j] = Traits::decode_i8(block, gi, cb);
+          scale[i][j] = Traits::scale_i8(block, gi / 4);  // 32-weight sub-block
+        }
       }
+#pragma unroll
+      for (int i = 0; i < kDequantRows; ++i)
+        if (r0 + i < a.rows) {
+          Out* block_out = static_cast<Out*>(a.out) + (r0 + i) * a.out_row_stride +
+                           static_cast<int64_t>(b) * kGroupsPerBlock * kGroupElems;
+#pragma unroll
+          for (int j = 0; j < kDequantGroups; ++j)
+            store_int8_group<Traits>(block_out, g + j * kStride, q[i][j], scale[i][j]);
+        }
+    } else {
+      float v[kDequantRows][kDequantGroups][8];
+#pragma unroll
+      for (int i = 0; i < kDequantRows; ++i) {
+        const int64_t r = r0 + i < a.rows ? r0 + i : a.rows - 1;  // a short last tile repeats its last row
+        const uint8_t* row = a.data + r * a.row_stride;
+        const uint8_t split_scale = Traits::kSplitScales ? a.scales[r * a.scale_row_stride + b] : uint8_t{0};
+        const BlockRef block{row + static_cast<int64_t>(b) * Traits::kBlockBytes, split_scale};
+#pragma unroll
+        for (int j = 0; j < kDequantGroups; ++j) render_f32(Traits::decode_group(block, g + j * kStride, cb), v[i][j]);
+      }
+#pragma unroll
+      for (int i = 0; i < kDequantRows; ++i)
+        if (r0 + i < a.rows) {
+          Out* dst = static_cast<Out*>(a.out) + (r0 + i) * a.out_row_stride +
+                     (static_cast<int64_t>(b) * kGroupsPerBlock + g) * kGroupElems;
+#pragma unroll
+          for (int j = 0; j < kDequantGroups; ++j) store_group(dst + j * kStride * kGroupElems, v[i][j]);
+        }
+    }
   }
 }
 
