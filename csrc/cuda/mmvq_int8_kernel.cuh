@@ -248,16 +248,19 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
     }
     // Scales the fragment of groups [q_base, q_base + kSlots) into acc and clears it. Lane t's
     // columns 2t, 2t + 1 are slots (2t) / M, (2t + 1) / M and tokens (2t) % M, (2t + 1) % M.
+    // Columns of groups past a short unit's end hold zeros; their scales are read at group 0 (a
+    // split format's scales past the row's last block lie outside the tensor) and zeroed.
     auto flush = [&](int (&c)[4], int q_base) {
-      const int q0 = q_base + (2 * t) / kMaxTokens, q1 = q_base + (2 * t + 1) / kMaxTokens;
+      int q0 = q_base + (2 * t) / kMaxTokens, q1 = q_base + (2 * t + 1) / kMaxTokens;
+      const bool past0 = !kFull && q0 >= groups, past1 = !kFull && q1 >= groups;
+      if (past0) q0 = 0;
+      if (past1) q1 = 0;
       const int m0 = (2 * t) % kMaxTokens, m1 = (2 * t + 1) % kMaxTokens;
       float x0 = act_scale[(q0 / kGroupsPerSub) * 8 + m0], x1 = act_scale[(q1 / kGroupsPerSub) * 8 + m1];
       float lo0 = weight_scale(lo, row_lo, q0), hi0 = weight_scale(hi, row_hi, q0), lo1 = lo0, hi1 = hi0;
       if constexpr (kMaxTokens == 1) lo1 = weight_scale(lo, row_lo, q1), hi1 = weight_scale(hi, row_hi, q1);
-      if (!kFull) {  // groups past a short unit's end: staged bytes that are not weights
-        if (q0 >= groups) x0 = 0.0f, lo0 = 0.0f, hi0 = 0.0f;
-        if (q1 >= groups) x1 = 0.0f, lo1 = 0.0f, hi1 = 0.0f;
-      }
+      if (past0) x0 = 0.0f, lo0 = 0.0f, hi0 = 0.0f;
+      if (past1) x1 = 0.0f, lo1 = 0.0f, hi1 = 0.0f;
       acc[0][0] = fmaf(static_cast<float>(c[0]), lo0 * x0, acc[0][0]);
       acc[0][1] = fmaf(static_cast<float>(c[1]), lo1 * x1, acc[0][1]);
       acc[0][2] = fmaf(static_cast<float>(c[2]), hi0 * x0, acc[0][2]);

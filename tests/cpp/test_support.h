@@ -12,6 +12,7 @@
 #include "lowbit/error.h"
 #include "lowbit/formats/common.h"
 #include "lowbit/quant_type.h"
+#include "lowbit/weights.h"
 
 namespace lowbit::test {
 

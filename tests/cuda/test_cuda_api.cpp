@@ -8,11 +8,11 @@
 #include <random>
 #include <vector>
 
+#include "../cpp/test_support.h"
 #include "lowbit/cpu.h"
 #include "lowbit/cuda.h"
 #include "lowbit/error.h"
 #include "lowbit/formats/common.h"
-#include "../cpp/test_support.h"
 
 namespace lowbit {
 namespace {
@@ -28,7 +28,8 @@ bool have_gpu() {
 template <class T>
 struct DeviceBuffer {
   T* ptr = nullptr;
-  explicit DeviceBuffer(size_t n) { EXPECT_EQ(cudaMalloc(&ptr, n * sizeof(T)), cudaSuccess); }  // exact: memcheck sees overruns
+  // exact sizes: memcheck sees overruns
+  explicit DeviceBuffer(size_t n) { EXPECT_EQ(cudaMalloc(&ptr, n * sizeof(T)), cudaSuccess); }
   ~DeviceBuffer() { cudaFree(ptr); }
 };
 
@@ -37,12 +38,11 @@ using test::random_weight;
 
 class CudaApi : public ::testing::TestWithParam<QuantType> {};
 
-TEST_P(CudaApi, DequantizeAndMmvqMatchTheCpuReference) {
-  REQUIRE_GPU();
-  const QuantType t = GetParam();
+// Dequantize and MMVQ (both arithmetics) of one shape against the CPU reference, every buffer
+// allocated to its exact size so that compute-sanitizer sees any overrun.
+void check_against_reference(QuantType t, int64_t n, int64_t k, int64_t m, std::mt19937& rng) {
+  SCOPED_TRACE(::testing::Message() << "N = " << n << ", K = " << k << ", M = " << m);
   const TypeInfo& info = *find_type(static_cast<int64_t>(t));
-  std::mt19937 rng(std::random_device{}());
-  const int64_t n = 45, k = 1024, m = 5;
   const auto w = random_weight(t, n, k, rng);
   std::vector<uint8_t> scales(static_cast<size_t>(n * k / 32));
   for (auto& s : scales) s = static_cast<uint8_t>(118 + rng() % 10);
@@ -89,10 +89,24 @@ TEST_P(CudaApi, DequantizeAndMmvqMatchTheCpuReference) {
       diff += (y[i] - exact[i]) * (y[i] - exact[i]);
       norm += exact[i] * exact[i];
     }
-    // bf16: activations and weights rounded to bf16; int8: activations to 8 bits per 32
-    EXPECT_LT(std::sqrt(diff / norm), 1e-2) << info.name << " " << mmvq_math_name(math);
+    // bf16: activations and weights rounded to bf16; int8: activations to 8 bits per 32, whose
+    // error averages out less over a short K (the Python tests' bound for one-block K)
+    const double bound = math == MmvqMath::kInt8 && k < 1024 ? 3e-2 : 1e-2;
+    EXPECT_LT(std::sqrt(diff / norm), bound) << info.name << " " << mmvq_math_name(math);
   }
   cudaStreamDestroy(stream);
+}
+
+TEST_P(CudaApi, DequantizeAndMmvqMatchTheCpuReference) {
+  REQUIRE_GPU();
+  const QuantType t = GetParam();
+  std::mt19937 rng(std::random_device{}());
+  check_against_reference(t, 45, 1024, 5, rng);
+  // A short last 256-weight unit (five 32-weight blocks, or one 256-weight block) with the tile's
+  // rows cut at 17: at M = 1 and 3 the int8 kernel's last fragment has columns past the unit's end.
+  const int64_t short_k = find_type(static_cast<int64_t>(t))->block_elems == 32 ? 160 : 256;
+  check_against_reference(t, 17, short_k, 1, rng);
+  check_against_reference(t, 17, short_k, 3, rng);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, CudaApi,
@@ -107,15 +121,18 @@ TEST(CudaApiErrors, NameTheArgument) {
   alignas(16) static uint8_t w[136 * 4];
   alignas(16) static float x[16 * 256], y[16 * 4];
   const WeightView v{w, 136, 0, nullptr, 0, 0};
-  EXPECT_NE(error_message([&] { cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 17, 256, y, 4, nullptr); })
-                .find("x: MMVQ takes 1 to 16 tokens, got M = 17"),
+  EXPECT_NE(error_message([&] {
+              cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 17, 256, y, 4, nullptr);
+            }).find("x: MMVQ takes 1 to 16 tokens, got M = 17"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { cuda::mmvq(QuantType::IQ4_XS, v, 4, 300, x, FloatType::F32, 1, 300, y, 4, nullptr); })
-                .find("k: K = 300"),
+  EXPECT_NE(error_message([&] {
+              cuda::mmvq(QuantType::IQ4_XS, v, 4, 300, x, FloatType::F32, 1, 300, y, 4, nullptr);
+            }).find("k: K = 300"),
             std::string::npos);
   const WeightView off{w + 2, 136, 0, nullptr, 0, 0};
-  EXPECT_NE(error_message([&] { cuda::mmvq(QuantType::IQ4_XS, off, 4, 256, x, FloatType::F32, 1, 256, y, 4, nullptr); })
-                .find("w: data must be 16-byte aligned"),
+  EXPECT_NE(error_message([&] {
+              cuda::mmvq(QuantType::IQ4_XS, off, 4, 256, x, FloatType::F32, 1, 256, y, 4, nullptr);
+            }).find("w: data must be 16-byte aligned"),
             std::string::npos);
   EXPECT_NE(error_message([&] {
               cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 9, 256, y, 4, nullptr, MmvqMath::kInt8);
@@ -124,14 +141,17 @@ TEST(CudaApiErrors, NameTheArgument) {
   EXPECT_EQ(cuda::mmvq_workspace_bytes(QuantType::IQ4_XS, 2, 256), 256u + 2 * 256u);
   EXPECT_EQ(cuda::mmvq_workspace_bytes(QuantType::IQ4_XS, 2, 256, MmvqMath::kBf16), 0u);
   EXPECT_NE(error_message([&] {
-              cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 2, 256, y, 4, nullptr, MmvqMath::kAuto, y, 100);
+              cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 2, 256, y, 4, nullptr, MmvqMath::kAuto, y,
+                         100);
             }).find("workspace: 100 bytes is less than the 768 bytes"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { cuda::dequantize(QuantType::Q8_1, v, 4, 32, y, FloatType::F32, 32, nullptr); })
-                .find("activation format"),
+  EXPECT_NE(error_message([&] {
+              cuda::dequantize(QuantType::Q8_1, v, 4, 32, y, FloatType::F32, 32, nullptr);
+            }).find("activation format"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { cuda::dequantize(QuantType::MXFP8_E4M3, v, 4, 32, y, FloatType::F32, 32, nullptr); })
-                .find("scales:"),
+  EXPECT_NE(error_message([&] {
+              cuda::dequantize(QuantType::MXFP8_E4M3, v, 4, 32, y, FloatType::F32, 32, nullptr);
+            }).find("scales:"),
             std::string::npos);
 }
 
