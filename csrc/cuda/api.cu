@@ -2,8 +2,8 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
-#include <mutex>
 #include <cstdint>
+#include <mutex>
 
 #include "cuda/launch.h"
 #include "lowbit/cuda.h"
@@ -81,7 +81,9 @@ void configure_shared_memory(const void* kernel, int bytes) {
 namespace cuda {
 namespace {
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
 
 void check_weight(QuantType t, const WeightView& w, int64_t rows, int64_t k, const char* op) {
   const TypeInfo& info = weight_type_info(static_cast<int64_t>(t), "qtype");
@@ -97,6 +99,10 @@ void check_weight(QuantType t, const WeightView& w, int64_t rows, int64_t k, con
     LOWBIT_CHECK(w.scale_row_stride >= k / 32 || rows <= 1, "scales: row stride ", w.scale_row_stride,
                  " is shorter than K/32 = ", k / 32);
   }
+  int block_align = 1;  // what the decode primitives assume of a block's start
+  visit_weight_type(t, [&](auto traits) { block_align = decltype(traits)::kAlign; });
+  LOWBIT_CHECK(w.row_stride % block_align == 0 || rows <= 1, "w: row stride ", w.row_stride, " must be a multiple of ",
+               block_align, " bytes (", info.name, " blocks are read ", block_align, "-byte aligned)");
 }
 
 }  // namespace
@@ -111,11 +117,10 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
                " must be >= K = ", k, " and a multiple of 16 bytes");
   LOWBIT_CHECK(k / 8 < (int64_t{1} << 31) / 2, "k: K = ", k, " is too large");
   if (rows == 0) return;
-  const cuda_detail::DequantArgs args{static_cast<const uint8_t*>(w.data), w.row_stride, w.scales, w.scale_row_stride,
-                                      rows, k, out, out_row_stride};
-  visit_weight_type(t, [&](auto traits) {
-    cuda_detail::launch_dequant<decltype(traits)::kType>(args, out_type, stream);
-  });
+  const cuda_detail::DequantArgs args{
+      static_cast<const uint8_t*>(w.data), w.row_stride, w.scales, w.scale_row_stride, rows, k, out, out_row_stride};
+  visit_weight_type(t,
+                    [&](auto traits) { cuda_detail::launch_dequant<decltype(traits)::kType>(args, out_type, stream); });
 }
 
 size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math) {
@@ -130,12 +135,12 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
   LOWBIT_CHECK(m >= 1 && m <= kMmvqMaxTokens, "x: MMVQ takes 1 to ", kMmvqMaxTokens, " tokens, got M = ", m);
   LOWBIT_CHECK(math == MmvqMath::kAuto || math == MmvqMath::kBf16 || math == MmvqMath::kInt8,
                "math: unknown MmvqMath value ", static_cast<int>(math));
-  LOWBIT_CHECK(math != MmvqMath::kInt8 || mmvq_int8_supported(t, m), "math: int8 MMVQ serves M <= ",
-               kMmvqInt8MaxTokens, " tokens of every type but mxfp8_e4m3; got ", type_name(t), " with M = ", m);
+  LOWBIT_CHECK(math != MmvqMath::kInt8 || mmvq_int8_supported(t, m), "math: int8 MMVQ serves M <= ", kMmvqInt8MaxTokens,
+               " tokens of every type but mxfp8_e4m3; got ", type_name(t), " with M = ", m);
   LOWBIT_CHECK(x != nullptr && y != nullptr, "x/y: null pointer");
   LOWBIT_CHECK(aligned16(x), "x: must be 16-byte aligned");
-  LOWBIT_CHECK(x_row_stride >= k && x_row_stride % 8 == 0, "x: row stride ", x_row_stride,
-               " must be >= K = ", k, " and a multiple of 8 elements");
+  LOWBIT_CHECK(x_row_stride >= k && x_row_stride % 8 == 0, "x: row stride ", x_row_stride, " must be >= K = ", k,
+               " and a multiple of 8 elements");
   LOWBIT_CHECK(y_row_stride >= n, "y: row stride ", y_row_stride, " must be >= N = ", n);
   LOWBIT_CHECK(n < (int64_t{1} << 31) * 16, "w: N = ", n, " is too large");
   const MmvqMath run = resolve_mmvq_math(t, m, math);
@@ -144,8 +149,17 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
                " bytes is less than the ", need, " bytes mmvq_workspace_bytes asks for");
   LOWBIT_CHECK(aligned16(workspace), "workspace: must be 16-byte aligned");
   if (n == 0) return;
-  cuda_detail::MmvqArgs args{static_cast<const uint8_t*>(w.data), w.row_stride, w.scales, w.scale_row_stride, n,
-                             k, x, x_row_stride, static_cast<int>(m), y, y_row_stride};
+  cuda_detail::MmvqArgs args{static_cast<const uint8_t*>(w.data),
+                             w.row_stride,
+                             w.scales,
+                             w.scale_row_stride,
+                             n,
+                             k,
+                             x,
+                             x_row_stride,
+                             static_cast<int>(m),
+                             y,
+                             y_row_stride};
   struct StreamOrderedBuffer {  // freed on the stream after the kernels, also when a launch throws
     void* ptr = nullptr;
     cudaStream_t stream;
@@ -162,7 +176,8 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
     args.xs = static_cast<const float*>(workspace);
     args.xq = static_cast<const uint8_t*>(workspace) + k;
   }
-  visit_weight_type(t, [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, run, stream); });
+  visit_weight_type(t,
+                    [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, run, stream); });
 }
 
 }  // namespace cuda

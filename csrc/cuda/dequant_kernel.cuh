@@ -17,7 +17,8 @@ namespace lowbit::cuda_detail {
 // One 16-byte store. Spelled out: for one group per thread nvcc split a uint4 assignment through
 // a 2-byte element pointer into four 32-bit stores (bf16 / fp16 outputs of one-group formats).
 __device__ __forceinline__ void store_16_bytes(void* dst, const uint32_t (&w)[4]) {
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(__cvta_generic_to_global(dst)), "r"(w[0]), "r"(w[1]),
+               "r"(w[2]), "r"(w[3])
                : "memory");
 }
 
@@ -66,7 +67,8 @@ __device__ __forceinline__ void store_four(Out* dst, float v0, float v1, float v
       const __nv_bfloat162 a = __floats2bfloat162_rn(v0, v1), b = __floats2bfloat162_rn(v2, v3);
       w[0] = *reinterpret_cast<const uint32_t*>(&a), w[1] = *reinterpret_cast<const uint32_t*>(&b);
     }
-    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(dst), "r"(w[0]), "r"(w[1]) : "memory");
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(__cvta_generic_to_global(dst)), "r"(w[0]), "r"(w[1])
+                 : "memory");
   }
 }
 

@@ -102,6 +102,8 @@ TEST_P(CudaApi, DequantizeAndMmvqMatchTheCpuReference) {
   const QuantType t = GetParam();
   std::mt19937 rng(std::random_device{}());
   check_against_reference(t, 45, 1024, 5, rng);
+  // whole tiles only: the last tile's last unit is the one whose aligned span passes the tensor's end
+  check_against_reference(t, 32, 1024, 2, rng);
   // A short last 256-weight unit (five 32-weight blocks, or one 256-weight block) with the tile's
   // rows cut at 17: at M = 1 and 3 the int8 kernel's last fragment has columns past the unit's end.
   const int64_t short_k = find_type(static_cast<int64_t>(t))->block_elems == 32 ? 160 : 256;
@@ -128,6 +130,15 @@ TEST(CudaApiErrors, NameTheArgument) {
   EXPECT_NE(error_message([&] {
               cuda::mmvq(QuantType::IQ4_XS, v, 4, 300, x, FloatType::F32, 1, 300, y, 4, nullptr);
             }).find("k: K = 300"),
+            std::string::npos);
+  const WeightView odd_stride{w, 140, 0, nullptr, 0, 0};  // IQ4_XS blocks are read 8-byte aligned
+  EXPECT_NE(error_message([&] {
+              cuda::mmvq(QuantType::IQ4_XS, odd_stride, 3, 256, x, FloatType::F32, 1, 256, y, 3, nullptr);
+            }).find("w: row stride 140 must be a multiple of 8 bytes"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              cuda::dequantize(QuantType::IQ4_XS, odd_stride, 3, 256, y, FloatType::F32, 256, nullptr);
+            }).find("w: row stride 140 must be a multiple of 8 bytes"),
             std::string::npos);
   const WeightView off{w + 2, 136, 0, nullptr, 0, 0};
   EXPECT_NE(error_message([&] {
