@@ -207,12 +207,12 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
   constexpr int kPeriod = kSlots > kGroupsPerSub ? kSlots : kGroupsPerSub;
   constexpr int kOwnLoads = kGroups / kPeriod;  // 8-byte activation loads per lane and unit
   const int my_slot = g / kMaxTokens, my_token = g % kMaxTokens;
-  // 1 where this lane supplies group i's column, else 0 (a multiplier: the ALU pipe is the busier)
+  // all ones where this lane supplies group i's column, else 0
   uint32_t b_mask[kPeriod];
 #pragma unroll
   for (int i = 0; i < kPeriod; ++i) {
     const bool mine = i % kSlots == my_slot && my_token < a.m && (kGroupsPerSub == 1 || i % 2 == (t >> 1));
-    b_mask[i] = mine ? 1u : 0u;
+    b_mask[i] = mine ? ~0u : 0u;
   }
 
   // acc[c]: C fragment element c (rows g, g, g + 8, g + 8; columns 2t, 2t + 1)
@@ -281,7 +281,7 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
         const int q = s * kGroupsPerSub + h;
         const uint2 b = own[q / kPeriod];
         const uint32_t m = b_mask[q % kPeriod];
-        mma_s8_m16n8k32(c, frag, b.x * m, b.y * m);
+        mma_s8_m16n8k32(c, frag, b.x & m, b.y & m);
         if (q % kSlots == kSlots - 1) flush(c, q - (kSlots - 1));
       }
     }

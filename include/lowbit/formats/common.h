@@ -359,29 +359,15 @@ LOWBIT_HD Int8Group int8_from_magnitudes(const MagnitudeGroup& g) {
   return Int8Group{{(g.mag[0] ^ (one0 * 0xFFu)) + one0, (g.mag[1] ^ (one1 * 0xFFu)) + one1}};
 }
 
-// x >> kShift. On the device as a high multiply: the integer decodes keep the ALU pipe (logic,
-// shifts, byte permutes) the busiest, while the multiply pipe has room.
-template <int kShift>
-LOWBIT_HD uint32_t shift_right_on_multiplier(uint32_t x) {
-  static_assert(kShift > 0 && kShift < 32, "shift by 1..31");
-#if defined(__CUDA_ARCH__)
-  return __umulhi(x, 1u << (32 - kShift));
-#else
-  return x >> kShift;
-#endif
-}
-
 // Eight packed nibbles (a 32-bit word) looked up in a 16-entry int8 table held as four words.
 // Byte i of the result pair is the entry of nibble i: q[0] from nibbles 0..3, q[1] from 4..7.
 // The low and high halves of the table are looked up with bit 3 cleared, then picked per byte.
 LOWBIT_HD Int8Group nibble_lookup_i8(uint32_t w, uint32_t t0, uint32_t t1, uint32_t t2, uint32_t t3) {
   const uint32_t sel = w & 0x77777777u;
-  // byte i of lo, or of hi (i + 4)
-  const uint32_t pick = (shift_right_on_multiplier<1>(w) & 0x44444444u) | 0x32103210u;
-  const uint32_t sel_hi = shift_right_on_multiplier<16>(sel), pick_hi = shift_right_on_multiplier<16>(pick);
+  const uint32_t pick = ((w >> 1) & 0x44444444u) | 0x32103210u;  // byte i of lo, or of hi (i + 4)
   Int8Group r;
   r.q[0] = byte_perm(byte_perm(t0, t1, sel), byte_perm(t2, t3, sel), pick);
-  r.q[1] = byte_perm(byte_perm(t0, t1, sel_hi), byte_perm(t2, t3, sel_hi), pick_hi);
+  r.q[1] = byte_perm(byte_perm(t0, t1, sel >> 16), byte_perm(t2, t3, sel >> 16), pick >> 16);
   return r;
 }
 
