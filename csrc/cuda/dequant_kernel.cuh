@@ -10,6 +10,7 @@
 
 #include "cuda/device_codebooks.cuh"
 #include "cuda/launch.h"
+#include "cuda/render_bf16.cuh"
 #include "lowbit/formats/all.h"
 
 namespace lowbit::cuda_detail {
@@ -22,35 +23,29 @@ __device__ __forceinline__ void store_16_bytes(void* dst, const uint32_t (&w)[4]
                : "memory");
 }
 
+// Two floats as one word of Out pairs (bf16 / fp16, correctly rounded).
 template <class Out>
-__device__ __forceinline__ void store_group(Out* dst, const float (&v)[8]);
-
-template <>
-__device__ __forceinline__ void store_group<float>(float* dst, const float (&v)[8]) {
-  reinterpret_cast<float4*>(dst)[0] = make_float4(v[0], v[1], v[2], v[3]);
-  reinterpret_cast<float4*>(dst)[1] = make_float4(v[4], v[5], v[6], v[7]);
+__device__ __forceinline__ uint32_t pack_pair(float a, float b) {
+  if constexpr (std::is_same_v<Out, __half>) {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    static_assert(std::is_same_v<Out, __nv_bfloat16>, "bf16 or fp16 pairs");
+    return bf162_bits(__floats2bfloat162_rn(a, b));
+  }
 }
 
-template <>
-__device__ __forceinline__ void store_group<__nv_bfloat16>(__nv_bfloat16* dst, const float (&v)[8]) {
-  uint32_t w[4];
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * p], v[2 * p + 1]);
-    w[p] = *reinterpret_cast<const uint32_t*>(&h);
+// Eight values to 8 consecutive outputs (16 bytes of bf16 / fp16, 32 of float).
+template <class Out>
+__device__ __forceinline__ void store_group(Out* dst, const float (&v)[8]) {
+  if constexpr (std::is_same_v<Out, float>) {
+    reinterpret_cast<float4*>(dst)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(dst)[1] = make_float4(v[4], v[5], v[6], v[7]);
+  } else {
+    const uint32_t w[4] = {pack_pair<Out>(v[0], v[1]), pack_pair<Out>(v[2], v[3]), pack_pair<Out>(v[4], v[5]),
+                           pack_pair<Out>(v[6], v[7])};
+    store_16_bytes(dst, w);
   }
-  store_16_bytes(dst, w);
-}
-
-template <>
-__device__ __forceinline__ void store_group<__half>(__half* dst, const float (&v)[8]) {
-  uint32_t w[4];
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    const __half2 h = __floats2half2_rn(v[2 * p], v[2 * p + 1]);
-    w[p] = *reinterpret_cast<const uint32_t*>(&h);
-  }
-  store_16_bytes(dst, w);
 }
 
 // Four values to 4 consecutive outputs (8 bytes of bf16 / fp16, 16 of float).
@@ -59,15 +54,8 @@ __device__ __forceinline__ void store_four(Out* dst, float v0, float v1, float v
   if constexpr (std::is_same_v<Out, float>) {
     *reinterpret_cast<float4*>(dst) = make_float4(v0, v1, v2, v3);
   } else {
-    uint32_t w[2];
-    if constexpr (std::is_same_v<Out, __half>) {
-      const __half2 a = __floats2half2_rn(v0, v1), b = __floats2half2_rn(v2, v3);
-      w[0] = *reinterpret_cast<const uint32_t*>(&a), w[1] = *reinterpret_cast<const uint32_t*>(&b);
-    } else {
-      const __nv_bfloat162 a = __floats2bfloat162_rn(v0, v1), b = __floats2bfloat162_rn(v2, v3);
-      w[0] = *reinterpret_cast<const uint32_t*>(&a), w[1] = *reinterpret_cast<const uint32_t*>(&b);
-    }
-    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(__cvta_generic_to_global(dst)), "r"(w[0]), "r"(w[1])
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(__cvta_generic_to_global(dst)), "r"(pack_pair<Out>(v0, v1)),
+                 "r"(pack_pair<Out>(v2, v3))
                  : "memory");
   }
 }
