@@ -109,6 +109,42 @@ class Bf16Linear(NpuLinear):
         return (y.to(torch.float32) + bias).to(out_dtype) if bias is not None else y.to(out_dtype)
 
 
+def _mx_quant_matmul(
+    layer: NpuLinear,
+    x2d: torch.Tensor,
+    out_dtype: torch.dtype,
+    bias: torch.Tensor | None,
+    *,
+    fp4_activations: bool,
+    fp4_weight: bool,
+    group_sizes: list[int],
+) -> torch.Tensor:
+    """The single-level MX matmul: npu_dynamic_mx_quant of the activations (MXFP8, or MXFP4 with the
+    activation rounding), then npu_quant_matmul against the layer's prepared weight and scale."""
+    npu = torch_npu()
+    if fp4_activations:
+        xq, xs = npu.npu_dynamic_mx_quant(x2d, dst_type=fp4_arg(), round_mode=FP4_ACTIVATION_ROUND_MODE)
+    else:
+        xq, xs = npu.npu_dynamic_mx_quant(x2d, dst_type=torch.float8_e4m3fn)
+    operand_dtypes = {}
+    if fp4_activations:
+        operand_dtypes["x1_dtype"] = fp4_arg()
+    if fp4_weight:
+        operand_dtypes["x2_dtype"] = fp4_arg()
+    return npu.npu_quant_matmul(
+        xq,
+        layer.weight,
+        layer.scale,
+        scale_dtype=e8m0_arg(),
+        pertoken_scale=xs,
+        pertoken_scale_dtype=e8m0_arg(),
+        bias=bias,
+        output_dtype=out_dtype,
+        **operand_dtypes,
+        group_sizes=group_sizes,
+    )
+
+
 class W8A8Mxfp8Linear(NpuLinear):
     """MXFP8 activations x MXFP8 weight. weight: the logical float8_e4m3fn [K, N] transpose view of the
     stored [N, K]; scale: the logical uint8 [ceil(K/64), N, 2] view of the paired [N, ceil(K/64), 2]."""
@@ -135,18 +171,8 @@ class W8A8Mxfp8Linear(NpuLinear):
         return cls(fp8_e4m3(weight, "weight").contiguous(), layout.pair_scales(weight_scale), bias)
 
     def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
-        npu = torch_npu()
-        xq, xs = npu.npu_dynamic_mx_quant(x2d, dst_type=torch.float8_e4m3fn)
-        return npu.npu_quant_matmul(
-            xq,
-            self.weight,
-            self.scale,
-            scale_dtype=e8m0_arg(),
-            pertoken_scale=xs,
-            pertoken_scale_dtype=e8m0_arg(),
-            bias=bias,
-            output_dtype=out_dtype,
-            group_sizes=[1, 1, 32],
+        return _mx_quant_matmul(
+            self, x2d, out_dtype, bias, fp4_activations=False, fp4_weight=False, group_sizes=[1, 1, 32]
         )
 
 
@@ -181,20 +207,8 @@ class W4A4Mxfp4Linear(NpuLinear):
         return cls(fp4_bytes(weight, "weight").contiguous(), layout.pair_scales(weight_scale), bias)
 
     def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
-        npu = torch_npu()
-        xq, xs = npu.npu_dynamic_mx_quant(x2d, dst_type=fp4_arg(), round_mode=FP4_ACTIVATION_ROUND_MODE)
-        return npu.npu_quant_matmul(
-            xq,
-            self.weight,
-            self.scale,
-            scale_dtype=e8m0_arg(),
-            pertoken_scale=xs,
-            pertoken_scale_dtype=e8m0_arg(),
-            bias=bias,
-            output_dtype=out_dtype,
-            x1_dtype=fp4_arg(),
-            x2_dtype=fp4_arg(),
-            group_sizes=[1, 1, 32],
+        return _mx_quant_matmul(
+            self, x2d, out_dtype, bias, fp4_activations=True, fp4_weight=True, group_sizes=[1, 1, 32]
         )
 
 
@@ -210,19 +224,8 @@ class W4A8Mxfp4Linear(W4A4Mxfp4Linear):
         self.scale = layout.logical_scale(paired_scale)
 
     def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
-        npu = torch_npu()
-        xq, xs = npu.npu_dynamic_mx_quant(x2d, dst_type=torch.float8_e4m3fn)
-        return npu.npu_quant_matmul(
-            xq,
-            self.weight,
-            self.scale,
-            scale_dtype=e8m0_arg(),
-            pertoken_scale=xs,
-            pertoken_scale_dtype=e8m0_arg(),
-            bias=bias,
-            output_dtype=out_dtype,
-            x2_dtype=fp4_arg(),
-            group_sizes=[0, 0, 32],
+        return _mx_quant_matmul(
+            self, x2d, out_dtype, bias, fp4_activations=False, fp4_weight=True, group_sizes=[0, 0, 32]
         )
 
 
