@@ -54,11 +54,13 @@ void check_against_reference(QuantType t, int64_t n, int64_t k, int64_t m, std::
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   DeviceBuffer<uint8_t> dw(w.size()), ds(scales.size());
   DeviceBuffer<float> dout(n * k), dx(m * k), dy(m * n);
-  cudaMemcpy(dw.ptr, w.data(), w.size(), cudaMemcpyHostToDevice);
-  cudaMemcpy(ds.ptr, scales.data(), scales.size(), cudaMemcpyHostToDevice);
+  // every copy and poison goes on `stream`: a non-blocking stream does not order itself after the
+  // legacy default stream, so a plain cudaMemset could land after the kernel and erase its output
+  cudaMemcpyAsync(dw.ptr, w.data(), w.size(), cudaMemcpyHostToDevice, stream);
+  cudaMemcpyAsync(ds.ptr, scales.data(), scales.size(), cudaMemcpyHostToDevice, stream);
   WeightView dev{dw.ptr, row_bytes(t, k), 0, info.split_scales ? ds.ptr : nullptr, k / 32, 0};
 
-  cudaMemset(dout.ptr, 0xFF, n * k * sizeof(float));  // NaN poison
+  cudaMemsetAsync(dout.ptr, 0xFF, n * k * sizeof(float), stream);  // NaN poison
   cuda::dequantize(t, dev, n, k, dout.ptr, FloatType::F32, k, stream);
   std::vector<float> got(n * k);
   cudaMemcpyAsync(got.data(), dout.ptr, got.size() * sizeof(float), cudaMemcpyDeviceToHost, stream);
@@ -68,7 +70,7 @@ void check_against_reference(QuantType t, int64_t n, int64_t k, int64_t m, std::
   std::normal_distribution<float> normal;
   std::vector<float> x(m * k);
   for (auto& v : x) v = normal(rng);
-  cudaMemcpy(dx.ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpyAsync(dx.ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice, stream);
   std::vector<double> exact(m * n);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -78,7 +80,7 @@ void check_against_reference(QuantType t, int64_t n, int64_t k, int64_t m, std::
     }
   for (MmvqMath math : {MmvqMath::kBf16, MmvqMath::kInt8}) {
     if (math == MmvqMath::kInt8 && !mmvq_int8_supported(t, m)) continue;
-    cudaMemset(dy.ptr, 0xFF, m * n * sizeof(float));
+    cudaMemsetAsync(dy.ptr, 0xFF, m * n * sizeof(float), stream);
     cuda::mmvq(t, dev, n, k, dx.ptr, FloatType::F32, m, k, dy.ptr, n, stream, math);
     std::vector<float> y(m * n);
     cudaMemcpyAsync(y.data(), dy.ptr, y.size() * sizeof(float), cudaMemcpyDeviceToHost, stream);
