@@ -22,11 +22,11 @@ struct CodebookTable {
   static constexpr int kBytes = 0;
   __device__ static const void* data() { return nullptr; }
 };
-#define LOWBIT_CODEBOOK_TABLE(Tag, Array, Size, Word)                     \
-  template <>                                                             \
-  struct CodebookTable<Codebook::Tag> {                                   \
+#define LOWBIT_CODEBOOK_TABLE(Tag, Array, Size, Word)                      \
+  template <>                                                              \
+  struct CodebookTable<Codebook::Tag> {                                    \
     static constexpr int kBytes = (Size) * static_cast<int>(sizeof(Word)); \
-    __device__ static const void* data() { return Array; }                \
+    __device__ static const void* data() { return Array; }                 \
   };
 LOWBIT_CODEBOOK_TABLE(kIq2xxs, kIq2xxsGridDevice, LOWBIT_IQ2XXS_GRID_SIZE, uint64_t)
 LOWBIT_CODEBOOK_TABLE(kIq2xs, kIq2xsGridDevice, LOWBIT_IQ2XS_GRID_SIZE, uint64_t)
@@ -66,6 +66,27 @@ __device__ __forceinline__ Codebooks shared_codebooks(uint8_t* shared) {
     for (int i = threadIdx.x; i < kWords; i += blockDim.x) dst[i] = src[i];
   }
   return codebooks_at<kBook>(shared);
+}
+
+// The int8 kernels' decode table: the format's grid, except IQ1 whose ternary rows are packed
+// to nibbles (pack_ternary_row: half the bytes of the int8 rows). Bytes, and the block-wide
+// build into `shared` (caller syncs).
+template <class Traits>
+inline constexpr int kInt8TableBytes =
+    Traits::kCodebook == Codebook::kIq1s ? LOWBIT_IQ1S_GRID_SIZE * 4 : CodebookTable<Traits::kCodebook>::kBytes;
+
+template <class Traits>
+__device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
+  if constexpr (Traits::kCodebook == Codebook::kIq1s) {
+    uint32_t* packed = reinterpret_cast<uint32_t*>(shared);
+    for (int i = threadIdx.x; i < LOWBIT_IQ1S_GRID_SIZE; i += blockDim.x)
+      packed[i] = pack_ternary_row(kIq1sGridDevice[i]);
+    Codebooks cb;
+    cb.iq1s_packed = packed;
+    return cb;
+  } else {
+    return shared_codebooks<Traits::kCodebook>(shared);
+  }
 }
 
 }  // namespace lowbit::cuda_detail

@@ -23,6 +23,7 @@
 #include <atomic>
 
 #include "cuda/mmvq_kernel.cuh"
+#include "cuda/mmvq_lane_kernel.cuh"
 #include "lowbit/cuda_limits.h"
 #include "lowbit/error.h"
 
@@ -31,9 +32,7 @@ namespace lowbit::cuda_detail {
 template <class Traits, int kMaxTokens>
 struct MmvqInt8Tiling : MmvqTiling<Traits> {
   using Base = MmvqTiling<Traits>;
-  static constexpr bool kPackedTernary = Traits::kCodebook == Codebook::kIq1s;
-  // The grid in shared memory (IQ1: packed to nibbles, half the bytes of the int8 rows).
-  static constexpr int kTableBytes = kPackedTernary ? LOWBIT_IQ1S_GRID_SIZE * 4 : Base::kCodebookBytes;
+  static constexpr int kTableBytes = kInt8TableBytes<Traits>;
   // Two stages per warp: with up to 14 warps per block (two blocks per SM), a unit takes a warp
   // longer than a DRAM round trip, so one unit in flight suffices (and fits shared memory).
   // A stage holds the 16 rows' bytes, then the unit's int8 activations [token][256] and its
@@ -47,21 +46,6 @@ struct MmvqInt8Tiling : MmvqTiling<Traits> {
     return kTableBytes + (warps * kWarpBytes > warps * 512 ? warps * kWarpBytes : warps * 512);
   }
 };
-
-// Builds the format's int8 decode table in shared memory with the whole block (caller syncs).
-template <class Traits, class Tl>
-__device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
-  if constexpr (Tl::kPackedTernary) {
-    uint32_t* packed = reinterpret_cast<uint32_t*>(shared);
-    for (int i = threadIdx.x; i < LOWBIT_IQ1S_GRID_SIZE; i += blockDim.x)
-      packed[i] = pack_ternary_row(kIq1sGridDevice[i]);
-    Codebooks cb;
-    cb.iq1s_packed = packed;
-    return cb;
-  } else {
-    return shared_codebooks<Traits::kCodebook>(shared);
-  }
-}
 
 // Quantizes a thread's eight activations (a 32-weight sub-block is four consecutive threads) to
 // int8 with the sub-block's scale, returning the scale. Round to nearest even via the float
@@ -187,7 +171,7 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
   // programmatic dependency on sm_90) finishes; its activations follow.
   static_assert(Tl::kStages == 2, "one unit staged ahead");
   if (u_begin < u_end) stager.issue(u_begin, ring);
-  const Codebooks cb = int8_codebooks<Traits, Tl>(smem);
+  const Codebooks cb = int8_codebooks<Traits>(smem);
   pdl_wait_for_primary();
   if (u_begin < u_end) stage_activations(u_begin, 0);
   cp_async_commit();
@@ -314,6 +298,45 @@ int int8_warps_per_tile(int64_t k, int budget) {
   return best;
 }
 
+// Quantizes the activations into a.xq / a.xs: the int8 prologue every int8 MMVQ kernel reads.
+template <class Traits, class Act>
+void launch_int8_prologue(const MmvqArgs& a, cudaStream_t stream) {
+  const int64_t threads = a.k;  // 8 tokens x K / 8 groups
+  quantize_activations_kernel<Act, Traits::kI8Order><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(
+      a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
+  check_launch("mmvq (int8 activations)");
+}
+
+// Launches kKernel(a) after the prologue, as its programmatic dependent where the code that runs
+// was compiled with griddepcontrol (PTX 9.0+, not e.g. a compute_89 PTX JIT-compiled for a newer
+// GPU): the kernel then starts while the prologue finishes and waits for it in
+// pdl_wait_for_primary.
+template <auto kKernel>
+void launch_after_prologue(const MmvqArgs& a, unsigned blocks, int threads, int smem, cudaStream_t stream,
+                           const char* name) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.stream = stream;
+  cudaLaunchAttribute overlap[1];
+  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap[0].val.programmaticStreamSerializationAllowed = 1;
+  static std::atomic<int> programmatic[64];  // per device: 0 not asked, 1 no, 2 yes
+  int device = 0;
+  cudaGetDevice(&device);
+  int pdl = device < 64 ? programmatic[device].load(std::memory_order_relaxed) : 1;
+  if (pdl == 0) {
+    pdl = kernel_has_programmatic_launch(reinterpret_cast<const void*>(kKernel)) ? 2 : 1;
+    programmatic[device].store(pdl, std::memory_order_relaxed);
+  }
+  if (pdl == 2) {
+    config.attrs = overlap;
+    config.numAttrs = 1;
+  }
+  launch_checked(name, cudaLaunchKernelEx(&config, kKernel, a));
+}
+
 // Launches the prologue and the int8 MMVQ; false (nothing launched) when the device's shared
 // memory cannot hold one warp's ring, so that the caller runs the bf16 kernel.
 template <class Traits, class Act, int kMaxTokens>
@@ -321,58 +344,46 @@ bool launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
   using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
   static_assert(Traits::kI8ScaleElems == 32 || (Traits::kI8Order == I8Order::kContiguous && Tl::kBlocksPerUnit == 1),
                 "16-weight scales: lanes t < 2 must hold the first half of a sub-block of a 256-weight block");
-  auto* kernel = &mmvq_int8_kernel<Traits, Act, kMaxTokens>;
+  constexpr auto kernel = &mmvq_int8_kernel<Traits, Act, kMaxTokens>;
   const DeviceLimits& limits = current_device_limits();
   // two blocks per SM where they fit (the SM's memory less 1 KB per block), else one
   int warps = int8_warps_per_tile<Tl>(a.k, limits.shared_per_sm / 2 - 1024);
   if (warps < 4) warps = int8_warps_per_tile<Tl>(a.k, limits.shared_per_block_optin);
   if (warps == 0) return false;
-  const int smem = Tl::smem_bytes(warps);
   const int smem_max = Tl::smem_bytes(Tl::kMaxWarps) < limits.shared_per_block_optin ? Tl::smem_bytes(Tl::kMaxWarps)
                                                                                      : limits.shared_per_block_optin;
   configure_shared_memory(reinterpret_cast<const void*>(kernel), smem_max);  // once, for any warp count
-  const int64_t threads = a.k;                                               // 8 tokens x K / 8 groups
-  quantize_activations_kernel<Act, Traits::kI8Order><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(
-      a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
-  check_launch("mmvq (int8 activations)");
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows));
-  config.blockDim = dim3(static_cast<unsigned>(32 * warps));
-  config.dynamicSmemBytes = static_cast<size_t>(smem);
-  config.stream = stream;
-  cudaLaunchAttribute overlap[1];
-  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap[0].val.programmaticStreamSerializationAllowed = 1;
-  // only where the code that runs was compiled with griddepcontrol (PTX 9.0+), not e.g. a
-  // compute_89 PTX JIT-compiled for a newer GPU
-  static std::atomic<int> programmatic[64];  // per device: 0 not asked, 1 no, 2 yes
-  int device = 0;
-  cudaGetDevice(&device);
-  int pdl = device < 64 ? programmatic[device].load(std::memory_order_relaxed) : 1;
-  if (pdl == 0) {
-    pdl = kernel_has_programmatic_launch(reinterpret_cast<const void*>(kernel)) ? 2 : 1;
-    programmatic[device].store(pdl, std::memory_order_relaxed);
-  }
-  if (pdl == 2) {
-    config.attrs = overlap;
-    config.numAttrs = 1;
-  }
-  launch_checked("mmvq (int8)", cudaLaunchKernelEx(&config, kernel, a));
+  launch_int8_prologue<Traits, Act>(a, stream);
+  launch_after_prologue<kernel>(a, static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows), 32 * warps,
+                                Tl::smem_bytes(warps), stream, "mmvq (int8)");
   return true;
 }
 
-// The MMVQ entry of one weight type: int8 tensor cores where the format has an int8 form and
-// M <= 8 (unless bf16 is asked for), bf16 tensor cores otherwise (MXFP8, M > 8).
+// The prologue and the dp4a MMVQ of one token (mmvq_lane_kernel.cuh).
+template <class Traits, class Act>
+void launch_mmvq_lane_as(const MmvqArgs& a, cudaStream_t stream) {
+  using Tl = MmvqLaneTiling<Traits>;
+  constexpr auto kernel = &mmvq_lane_kernel<Traits, Act>;
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::smem_bytes(Tl::kMaxWarps));
+  const int warps = lane_warps_for(a.k / 32, Tl::kMaxWarps);
+  launch_int8_prologue<Traits, Act>(a, stream);
+  launch_after_prologue<kernel>(a, static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows), 32 * warps,
+                                Tl::smem_bytes(warps), stream, "mmvq (int8 lanes)");
+}
+
+// The MMVQ entry of one weight type: where the format has an int8 form (and bf16 is not asked
+// for), dp4a lanes at M = 1 and int8 tensor cores at M = 2..8; bf16 tensor cores otherwise
+// (MXFP8, M > 8).
 template <QuantType T>
 void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream) {
   using Traits = FormatTraits<T>;
   auto run = [&](auto act) {
     using Act = decltype(act);
     if constexpr (HasInt8<Traits>::value) {
+      if (math != MmvqMath::kBf16 && a.m == 1) return launch_mmvq_lane_as<Traits, Act>(a, stream);
       if (math != MmvqMath::kBf16 && a.m <= kMmvqInt8MaxTokens) {
-        static_assert(kMmvqInt8MaxTokens == 8, "token counts below round up to 1, 2, 4 or 8");
-        const bool done = a.m == 1   ? launch_mmvq_int8_as<Traits, Act, 1>(a, stream)
-                          : a.m == 2 ? launch_mmvq_int8_as<Traits, Act, 2>(a, stream)
+        static_assert(kMmvqInt8MaxTokens == 8, "token counts below round up to 2, 4 or 8");
+        const bool done = a.m == 2   ? launch_mmvq_int8_as<Traits, Act, 2>(a, stream)
                           : a.m <= 4 ? launch_mmvq_int8_as<Traits, Act, 4>(a, stream)
                                      : launch_mmvq_int8_as<Traits, Act, 8>(a, stream);
         if (done) return;
