@@ -380,8 +380,13 @@ void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStrea
   auto run = [&](auto act) {
     using Act = decltype(act);
     if constexpr (HasInt8<Traits>::value) {
-      if (math != MmvqMath::kBf16 && a.m == 1) return launch_mmvq_lane_as<Traits, Act>(a, stream);
-      if (math != MmvqMath::kBf16 && a.m <= kMmvqInt8MaxTokens) {
+      if (math != MmvqMath::kBf16 && a.m == 1) {
+        if constexpr (kLanesServeOneToken<Traits>) {
+          return launch_mmvq_lane_as<Traits, Act>(a, stream);
+        } else {
+          if (launch_mmvq_int8_as<Traits, Act, 1>(a, stream)) return;
+        }
+      } else if (math != MmvqMath::kBf16 && a.m <= kMmvqInt8MaxTokens) {
         static_assert(kMmvqInt8MaxTokens == 8, "token counts below round up to 2, 4 or 8");
         const bool done = a.m == 2   ? launch_mmvq_int8_as<Traits, Act, 2>(a, stream)
                           : a.m <= 4 ? launch_mmvq_int8_as<Traits, Act, 4>(a, stream)
