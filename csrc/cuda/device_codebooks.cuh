@@ -74,6 +74,7 @@ __device__ __forceinline__ Codebooks shared_codebooks(uint8_t* shared) {
 template <class Traits>
 inline constexpr int kInt8TableBytes =
     Traits::kCodebook == Codebook::kIq1s ? LOWBIT_IQ1S_GRID_SIZE * 4 : CodebookTable<Traits::kCodebook>::kBytes;
+static_assert(LOWBIT_IQ1S_GRID_SIZE * 4 % 16 == 0, "the packed IQ1 table is whole 16-byte words");
 
 template <class Traits>
 __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {

@@ -34,7 +34,7 @@ struct MmvqLaneTiling {
   static constexpr int kMaxWarps = 8;
   static constexpr int kSubsPerBlock = Traits::kBlockElems / 32;
   static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;  // 1, or 2 (16-weight scales)
-  static constexpr int kTableBytes = (kInt8TableBytes<Traits> + 15) / 16 * 16;
+  static constexpr int kTableBytes = kInt8TableBytes<Traits>;       // whole 16-byte words
   static constexpr int smem_bytes(int warps) { return kTableBytes + warps * kRows * 4; }
 };
 

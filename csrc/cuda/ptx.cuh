@@ -34,14 +34,10 @@ __device__ __forceinline__ void mma_bf16_m16n8k16(float (&c)[4], const uint32_t 
 // Programmatic dependent launch (sm_90): the primary grid lets its dependent start early; the
 // dependent waits for the primary's completion (and its memory) before reading its output.
 // No-ops before sm_90, where the launch is plainly stream-ordered.
-// Starts the line holding p on its way into L2, or into L2 and this SM's L1 (no register, no
-// wait: a later load of the line waits at most for the fetch already under way).
+// Starts the line holding p on its way into L2 (no register, no wait: a later load of the line
+// waits at most for the fetch already under way).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(p)));
-}
-
-__device__ __forceinline__ void prefetch_l1(const void* p) {
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(p)));
 }
 
 __device__ __forceinline__ void pdl_launch_dependents() {
