@@ -47,15 +47,16 @@ const DeviceLimits& current_device_limits() {
   constexpr int kDevices = 64;
   static DeviceLimits limits[kDevices];
   static std::atomic<bool> known[kDevices];
-  static DeviceLimits fallback{48 * 1024, 96 * 1024};  // devices past kDevices: conservative
+  static DeviceLimits fallback{48 * 1024, 96 * 1024, 1};  // devices past kDevices: conservative
   const int device = current_device();
   if (device >= kDevices) return fallback;
   if (!known[device].load(std::memory_order_acquire)) {
     static std::mutex mutex;
     const std::lock_guard<std::mutex> lock(mutex);
-    DeviceLimits l{48 * 1024, 96 * 1024};
+    DeviceLimits l{48 * 1024, 96 * 1024, 1};
     cudaDeviceGetAttribute(&l.shared_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     cudaDeviceGetAttribute(&l.shared_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, device);
     limits[device] = l;
     known[device].store(true, std::memory_order_release);
   }

@@ -15,6 +15,20 @@ static __device__ const uint64_t kIq2sGridDevice[LOWBIT_IQ2S_GRID_SIZE] = {LOWBI
 static __device__ const uint32_t kIq3xxsGridDevice[LOWBIT_IQ3XXS_GRID_SIZE] = {LOWBIT_IQ3XXS_GRID_DATA};
 static __device__ const uint32_t kIq3sGridDevice[LOWBIT_IQ3S_GRID_SIZE] = {LOWBIT_IQ3S_GRID_DATA};
 static __device__ const uint64_t kIq1sGridDevice[LOWBIT_IQ1S_GRID_SIZE] = {LOWBIT_IQ1S_GRID_DATA};
+// Not const: as known constants (or warp-uniform values), the compiler keeps the nibble tables in
+// uniform registers and copies two of the four words into vector registers before every
+// byte_perm lookup (16 instructions per 32 weights); loaded from writable memory once per kernel,
+// they stay in vector registers. Nothing writes them.
+static __device__ __align__(16) uint8_t kKvaluesIq4nlDevice[16] = {LOWBIT_KVALUES_IQ4NL_DATA};
+static __device__ __align__(16) uint8_t kKvaluesMxfp4Device[16] = {LOWBIT_KVALUES_MXFP4_DATA};
+
+// Loads the nibble formats' int8 tables into cb (words a decoder does not use are never loaded).
+__device__ __forceinline__ void load_nibble_tables(Codebooks& cb) {
+  const uint4 iq4 = *reinterpret_cast<const uint4*>(kKvaluesIq4nlDevice);
+  const uint4 e2m1 = *reinterpret_cast<const uint4*>(kKvaluesMxfp4Device);
+  cb.iq4nl_i8[0] = iq4.x, cb.iq4nl_i8[1] = iq4.y, cb.iq4nl_i8[2] = iq4.z, cb.iq4nl_i8[3] = iq4.w;
+  cb.e2m1_i8[0] = e2m1.x, cb.e2m1_i8[1] = e2m1.y, cb.e2m1_i8[2] = e2m1.z, cb.e2m1_i8[3] = e2m1.w;
+}
 
 // The table a format reads, as raw 16-byte-aligned words, and its size in bytes.
 template <Codebook kBook>
@@ -40,6 +54,7 @@ LOWBIT_CODEBOOK_TABLE(kIq1s, kIq1sGridDevice, LOWBIT_IQ1S_GRID_SIZE, uint64_t)
 template <Codebook kBook>
 __device__ __forceinline__ Codebooks codebooks_at(const void* table) {
   Codebooks cb;
+  load_nibble_tables(cb);
   if constexpr (kBook == Codebook::kIq2xxs) cb.iq2xxs_grid = static_cast<const uint64_t*>(table);
   if constexpr (kBook == Codebook::kIq2xs) cb.iq2xs_grid = static_cast<const uint64_t*>(table);
   if constexpr (kBook == Codebook::kIq2s) cb.iq2s_grid = static_cast<const uint64_t*>(table);
@@ -83,6 +98,7 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
     for (int i = threadIdx.x; i < LOWBIT_IQ1S_GRID_SIZE; i += blockDim.x)
       packed[i] = pack_ternary_row(kIq1sGridDevice[i]);
     Codebooks cb;
+    load_nibble_tables(cb);
     cb.iq1s_packed = packed;
     return cb;
   } else {

@@ -12,7 +12,6 @@
 
 namespace lowbit::cuda_detail {
 
-
 struct DequantArgs {
   const uint8_t* data;
   int64_t row_stride;  // bytes
@@ -42,7 +41,9 @@ struct MmvqArgs {
 };
 
 // Bytes of the int8 prologue's output for M tokens: scales [K/32][8] floats, then [M][K] int8.
-inline int64_t int8_activation_bytes(int64_t m, int64_t k) { return k + m * k; }
+inline int64_t int8_activation_bytes(int64_t m, int64_t k) {
+  return k + m * k;
+}
 
 template <QuantType T>
 void launch_dequant(const DequantArgs& a, FloatType out_type, cudaStream_t stream);
@@ -51,8 +52,8 @@ template <QuantType T>
 void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream);
 
 // Instantiates every kernel launcher of weight type Name (in a kernels_<family>.cu).
-#define LOWBIT_INSTANTIATE_KERNELS(Name)                                                                  \
-  template void launch_dequant<QuantType::Name>(const DequantArgs&, FloatType, cudaStream_t);             \
+#define LOWBIT_INSTANTIATE_KERNELS(Name)                                                      \
+  template void launch_dequant<QuantType::Name>(const DequantArgs&, FloatType, cudaStream_t); \
   template void launch_mmvq<QuantType::Name>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
 
 // Throws lowbit::Error with the CUDA error string when a launch failed.
@@ -69,6 +70,7 @@ bool kernel_has_programmatic_launch(const void* kernel);
 struct DeviceLimits {
   int shared_per_block_optin;  // bytes one block may take
   int shared_per_sm;
+  int sms;  // streaming multiprocessors
 };
 const DeviceLimits& current_device_limits();
 

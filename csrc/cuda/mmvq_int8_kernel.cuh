@@ -359,39 +359,71 @@ bool launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
   return true;
 }
 
-// The prologue and the dp4a MMVQ of one token (mmvq_lane_kernel.cuh).
-template <class Traits, class Act>
+// Blocks of kKernel that fit on one SM with `warps` warps and this shared memory, asked once per
+// device and warp count.
+template <auto kKernel, int kMaxWarps>
+int resident_blocks(int warps, int smem) {
+  static std::atomic<int> known[64][kMaxWarps + 1];
+  int device = 0;
+  cudaGetDevice(&device);
+  int per_sm = device < 64 ? known[device][warps].load(std::memory_order_relaxed) : 0;
+  if (per_sm == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, 32 * warps, smem) != cudaSuccess ||
+        per_sm < 1) {
+      cudaGetLastError();
+      per_sm = 1;
+    }
+    if (device < 64) known[device][warps].store(per_sm, std::memory_order_relaxed);
+  }
+  return per_sm;
+}
+
+// The prologue and the dp4a MMVQ of kTokens tokens (mmvq_lane_kernel.cuh), one wave of blocks
+// (as many as fit on the device at once, or one per row group where fewer).
+template <class Traits, class Act, int kTokens>
 void launch_mmvq_lane_as(const MmvqArgs& a, cudaStream_t stream) {
-  using Tl = MmvqLaneTiling<Traits>;
-  constexpr auto kernel = &mmvq_lane_kernel<Traits, Act>;
-  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::smem_bytes(Tl::kMaxWarps));
-  const int warps = lane_warps_for(a.k / 32, Tl::kMaxWarps);
+  constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
+  static_assert(kShape.rows > 0, "the tensor-core kernel serves this format and token count");
+  using Tl = MmvqLaneTiling<Traits, kShape.rows>;
+  constexpr auto kernel = &mmvq_lane_kernel<Traits, Act, kTokens, kShape.rows>;
+  const int warps = lane_warps_for(a.k / 32, kShape.max_warps);
+  const int smem = Tl::smem_bytes(warps, kTokens);
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::smem_bytes(Tl::kMaxWarps, kTokens));
+  const int64_t groups = (a.n + Tl::kRows - 1) / Tl::kRows;
+  const int64_t wave =
+      static_cast<int64_t>(resident_blocks<kernel, Tl::kMaxWarps>(warps, smem)) * current_device_limits().sms;
   launch_int8_prologue<Traits, Act>(a, stream);
-  launch_after_prologue<kernel>(a, static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows), 32 * warps,
-                                Tl::smem_bytes(warps), stream, "mmvq (int8 lanes)");
+  launch_after_prologue<kernel>(a, static_cast<unsigned>(groups < wave ? groups : wave), 32 * warps, smem, stream,
+                                "mmvq (int8 lanes)");
 }
 
 // The MMVQ entry of one weight type: where the format has an int8 form (and bf16 is not asked
-// for), dp4a lanes at M = 1 and int8 tensor cores at M = 2..8; bf16 tensor cores otherwise
-// (MXFP8, M > 8).
+// for), dp4a lanes at M = 1 and 2 where lane_shape says they are faster, int8 tensor cores up to
+// M = 8 otherwise; bf16 tensor cores beyond (and for MXFP8).
 template <QuantType T>
 void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream) {
   using Traits = FormatTraits<T>;
   auto run = [&](auto act) {
     using Act = decltype(act);
     if constexpr (HasInt8<Traits>::value) {
-      if (math != MmvqMath::kBf16 && a.m == 1) {
-        if constexpr (kLanesServeOneToken<Traits>) {
-          return launch_mmvq_lane_as<Traits, Act>(a, stream);
-        } else {
-          if (launch_mmvq_int8_as<Traits, Act, 1>(a, stream)) return;
+      static_assert(kMmvqInt8MaxTokens == 8, "token counts round up to 1, 2, 4 or 8");
+      if (math != MmvqMath::kBf16 && a.m <= kMmvqInt8MaxTokens) {
+        if (a.m == 1) {
+          if constexpr (lane_shape<Traits>(1).rows > 0) {
+            return launch_mmvq_lane_as<Traits, Act, 1>(a, stream);
+          } else if (launch_mmvq_int8_as<Traits, Act, 1>(a, stream)) {
+            return;
+          }
+        } else if (a.m == 2) {
+          if constexpr (lane_shape<Traits>(2).rows > 0) {
+            return launch_mmvq_lane_as<Traits, Act, 2>(a, stream);
+          } else if (launch_mmvq_int8_as<Traits, Act, 2>(a, stream)) {
+            return;
+          }
+        } else if (a.m <= 4 ? launch_mmvq_int8_as<Traits, Act, 4>(a, stream)
+                            : launch_mmvq_int8_as<Traits, Act, 8>(a, stream)) {
+          return;
         }
-      } else if (math != MmvqMath::kBf16 && a.m <= kMmvqInt8MaxTokens) {
-        static_assert(kMmvqInt8MaxTokens == 8, "token counts below round up to 2, 4 or 8");
-        const bool done = a.m == 2   ? launch_mmvq_int8_as<Traits, Act, 2>(a, stream)
-                          : a.m <= 4 ? launch_mmvq_int8_as<Traits, Act, 4>(a, stream)
-                                     : launch_mmvq_int8_as<Traits, Act, 8>(a, stream);
-        if (done) return;
       }
     }
     if (a.m <= 8) return launch_mmvq_tiles<Traits, 1, Act>(a, stream);

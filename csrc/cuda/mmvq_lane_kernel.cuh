@@ -1,41 +1,69 @@
-// MMVQ of a single token on dp4a: each thread owns whole 32-weight sub-blocks.
+// MMVQ of one or two tokens on dp4a: each thread owns whole 32-weight sub-blocks.
 //
-// At M = 1 the tensor-core MMVQ (mmvq_int8_kernel.cuh) spends most of its instructions moving
-// weights through shared memory and filling mma columns that one token leaves empty; the decode
-// is the only work one token needs. Here a block owns kRows rows over the whole K and thread i of
-// the block takes sub-blocks i, i + T, i + 2T, ... (T threads) of each of its rows: it decodes
-// the sub-block's four int8 groups straight from global memory with the format's decode_i8
-// (every weight byte is read by one thread; a warp's loads cover a contiguous run of the row),
-// multiplies them with dp4a against the activation codes of the int8 prologue (the quantization
-// and I8Order of the tensor-core kernel), and scales the sub-block's int32 sum once (twice for
-// formats with 16-weight scales). A sub-block's activations are loaded once for the kRows rows.
-// The block then sums its threads' kRows partial sums in a fixed order.
+// With one or two tokens the tensor-core MMVQ (mmvq_int8_kernel.cuh) spends most of its
+// instructions moving weights through shared memory and filling mma columns that the tokens leave
+// empty; the decode is the only work they need. Here a block works on kRows rows at a time over
+// the whole K, and thread i of the block takes sub-blocks i, i + T, i + 2T, ... (T threads) of
+// each of those rows: it decodes the sub-block's four int8 groups straight from global memory with
+// the format's decode_i8 (every weight byte is read by one thread; a warp's loads cover a
+// contiguous run of the row), multiplies them with dp4a against each token's codes from the int8
+// prologue (the quantization and I8Order of the tensor-core kernel), and scales the sub-block's
+// int32 sums once (twice for formats with 16-weight scales). A sub-block's activations are loaded
+// once for the kRows rows. The block then sums its threads' partial sums in a fixed order.
 //
-// kRows = 4 at 64 registers was the best of 2, 4, 8 and 16 rows at 32 to 128 registers
-// (benchmarks/NOTES.md, "dp4a lanes at M = 1").
+// The grid is one wave: block b takes row groups b, b + gridDim.x, ..., so the codebook table is
+// built once per block, and the first lines of its next group start into L2 while it works.
+// Rows per group and warps per block are chosen per format (lane_shape, measured).
 #pragma once
 
 #include "cuda/mmvq_kernel.cuh"
 
 namespace lowbit::cuda_detail {
 
-// Whether M = 1 runs here rather than on the tensor-core kernel: every int8 format except IQ3_S,
-// whose decode reads four scattered parts of its block (qs, qh, signs, scales) in small loads
-// that the tensor-core kernel takes from shared memory: 23.9 us here against 21.0 there
-// (N = 4096, K = 14336, H200; every other I-quant is 0.5 to 3.9 us faster here).
-template <class Traits>
-inline constexpr bool kLanesServeOneToken = Traits::kCodebook != Codebook::kIq3s;
+// How the lane kernel runs a format for `tokens` tokens: rows per group and the most warps per
+// block, or rows == 0 where the tensor-core kernel is faster. Measured on the H200 at N = 4096,
+// K = 14336 (benchmarks/NOTES.md, "dp4a lanes, one wave"): two rows in blocks of at most four
+// warps suit the nibble formats and the lighter grids, four rows in blocks of eight the IQ1 and
+// IQ2_S grids, whose shared-memory tables are then built by fewer blocks; IQ3_S (four scattered
+// parts per sub-block) stays on tensor cores, and at two tokens so do the IQ3 formats, MXFP4 and
+// the legacy types.
+struct LaneShape {
+  int rows;
+  int max_warps;
+};
 
 template <class Traits>
+constexpr LaneShape lane_shape(int tokens) {
+  constexpr QuantType t = Traits::kType;
+  constexpr bool nibbles = t == QuantType::IQ4_XS || t == QuantType::IQ4_NL;
+  if (tokens == 1) {
+    if (t == QuantType::IQ3_S) return {0, 0};
+    if (nibbles || t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ3_XXS ||
+        t == QuantType::MXFP4 || t == QuantType::Q8_0)
+      return {2, 4};
+    return {4, 8};
+  }
+  if (tokens == 2) {
+    if (nibbles) return {2, 4};
+    if (t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ2_S || t == QuantType::IQ1_S ||
+        t == QuantType::IQ1_M)
+      return {4, 8};
+  }
+  return {0, 0};
+}
+
+template <class Traits, int kRowsPerGroup>
 struct MmvqLaneTiling {
   static_assert(Traits::kI8ScaleElems == 32 || Traits::kI8Order == I8Order::kContiguous,
                 "16-weight scales: groups 0, 1 of a sub-block are its first 16 weights");
-  static constexpr int kRows = 4;
+  static constexpr int kRows = kRowsPerGroup;  // rows a block works on at a time
   static constexpr int kMaxWarps = 8;
   static constexpr int kSubsPerBlock = Traits::kBlockElems / 32;
+  static_assert(32 % kSubsPerBlock == 0, "a thread keeps its sub-block of the format block across rounds");
   static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;  // 1, or 2 (16-weight scales)
   static constexpr int kTableBytes = kInt8TableBytes<Traits>;       // whole 16-byte words
-  static constexpr int smem_bytes(int warps) { return kTableBytes + warps * kRows * 4; }
+  // the table, then two sets of the warps' partial sums (alternate row groups)
+  static constexpr int smem_bytes(int warps, int tokens) { return kTableBytes + 2 * warps * kRows * tokens * 4; }
 };
 
 __device__ __forceinline__ int dp4a(uint32_t a, uint32_t b, int c) {
@@ -68,67 +96,114 @@ __device__ __forceinline__ float warp_sum_spread(float (&v)[kN], int lane, int& 
   return s;
 }
 
-template <class Traits, class Act>
-__global__ void __launch_bounds__(32 * MmvqLaneTiling<Traits>::kMaxWarps, 4) mmvq_lane_kernel(MmvqArgs a) {
-  using Tl = MmvqLaneTiling<Traits>;
+// kTokens: 1 or 2 tokens; tokens from a.m up (none when launched for M = kTokens) read nothing.
+template <class Traits, class Act, int kTokens, int kRows>
+__global__ void __launch_bounds__(32 * MmvqLaneTiling<Traits, kRows>::kMaxWarps, 4) mmvq_lane_kernel(MmvqArgs a) {
+  using Tl = MmvqLaneTiling<Traits, kRows>;
+  constexpr int kSums = kRows * kTokens;  // acc[r * kTokens + m]
   extern __shared__ __align__(16) uint8_t smem[];
-  float* const partial = reinterpret_cast<float*>(smem + Tl::kTableBytes);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int threads = static_cast<int>(blockDim.x);
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
-  const int subs = static_cast<int>(a.k / 32);
-  // rows past N (the last block only) read row 0 and are never stored
-  const uint8_t* rows[Tl::kRows];
+  float* const partials = reinterpret_cast<float*>(smem + Tl::kTableBytes);
+  const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const unsigned threads = blockDim.x, warps = threads / 32;
+  const unsigned subs = static_cast<unsigned>(a.k / 32);
+  const int64_t groups = (a.n + kRows - 1) / kRows;
+  // This thread's sub-blocks: j = threadIdx.x + i * threads, always sub-block `sub` of a format
+  // block (threads is a multiple of 32), the blocks `step_bytes` apart.
+  const int sub = static_cast<int>(threadIdx.x % Tl::kSubsPerBlock);
+  const int64_t first_byte = threadIdx.x / Tl::kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
+  const int64_t step_bytes = threads / Tl::kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
+  // rows past N (the last group only) read row 0 and are never stored
+  auto row_of = [&](int64_t group, int r) {
+    const int64_t row = group * kRows + r;
+    return row < a.n ? row : int64_t{0};
+  };
+  auto prefetch_group = [&](int64_t group) {
+    if (group < groups && threadIdx.x < subs) {
 #pragma unroll
-  for (int r = 0; r < Tl::kRows; ++r) rows[r] = a.w + (row0 + r < a.n ? row0 + r : 0) * a.w_row_stride;
-  // the first round's lines start their way into L2 while the block builds its table and the
-  // prologue kernel finishes
-  if (static_cast<int>(threadIdx.x) < subs) {
-    const int j = threadIdx.x;
-    const int64_t at =
-        j / Tl::kSubsPerBlock * Traits::kBlockBytes + j % Tl::kSubsPerBlock * Traits::kBlockBytes / Tl::kSubsPerBlock;
-#pragma unroll
-    for (int r = 0; r < Tl::kRows; ++r) prefetch_l2(rows[r] + at);
-  }
+      for (int r = 0; r < kRows; ++r)
+        prefetch_l2(a.w + row_of(group, r) * a.w_row_stride + first_byte +
+                    sub * (Traits::kBlockBytes / Tl::kSubsPerBlock));
+    }
+  };
+  prefetch_group(blockIdx.x);  // while the block builds its table and the prologue finishes
   const Codebooks cb = int8_codebooks<Traits>(smem);
   __syncthreads();
   pdl_wait_for_primary();
 
-  float acc[Tl::kRows] = {};
-  for (int j = threadIdx.x; j < subs; j += threads) {
-    // the sub-block's activation codes (words 2t, 2t + 1: group t) and scale
-    const uint4* src = reinterpret_cast<const uint4*>(a.xq + 32 * static_cast<int64_t>(j));
-    const uint4 lo = src[0], hi = src[1];
-    const uint32_t xq[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    const float xs = a.xs[8 * j];
-    const int block = j / Tl::kSubsPerBlock, sub = j % Tl::kSubsPerBlock;
+  int parity = 0;
+  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x, parity ^= 1) {
+    prefetch_group(group + gridDim.x);
+    const uint8_t* rows[kRows];
+    const uint8_t* split_scales[kRows];
 #pragma unroll
-    for (int r = 0; r < Tl::kRows; ++r) {
-      uint8_t split = 0;
-      if constexpr (Traits::kSplitScales) split = a.scales[(row0 + r < a.n ? row0 + r : 0) * a.scale_row_stride + j];
-      const BlockRef b{rows[r] + static_cast<int64_t>(block) * Traits::kBlockBytes, split};
-      int sum[Tl::kScalesPerSub] = {};
+    for (int r = 0; r < kRows; ++r) {
+      rows[r] = a.w + row_of(group, r) * a.w_row_stride + first_byte;
+      if constexpr (Traits::kSplitScales)
+        split_scales[r] = a.scales + row_of(group, r) * a.scale_row_stride + threadIdx.x;
+    }
+    const uint8_t* xq = a.xq + 32 * threadIdx.x;
+    const float* xs = a.xs + 8 * threadIdx.x;
+    float acc[kSums] = {};
+    for (unsigned j = threadIdx.x; j < subs; j += threads) {
+      // the sub-block's activation codes (words 2t, 2t + 1: group t) and scale, per token
+      uint32_t x[kTokens][8];
+      float x_scale[kTokens];
 #pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const Int8Group q = Traits::decode_i8(b, 4 * sub + t, cb);
-        const int h = t * Tl::kScalesPerSub / 4;  // 16-weight scales: groups 0, 1 | 2, 3
-        sum[h] = dp4a(q.q[1], xq[2 * t + 1], dp4a(q.q[0], xq[2 * t], sum[h]));
+      for (int m = 0; m < kTokens; ++m) {
+        if (m == 0 || m < a.m) {
+          const uint4* src = reinterpret_cast<const uint4*>(xq + m * a.k);
+          const uint4 lo = src[0], hi = src[1];
+          x[m][0] = lo.x, x[m][1] = lo.y, x[m][2] = lo.z, x[m][3] = lo.w;
+          x[m][4] = hi.x, x[m][5] = hi.y, x[m][6] = hi.z, x[m][7] = hi.w;
+          x_scale[m] = xs[m];
+        } else {
+#pragma unroll
+          for (int w = 0; w < 8; ++w) x[m][w] = 0;
+          x_scale[m] = 0.0f;
+        }
       }
 #pragma unroll
-      for (int h = 0; h < Tl::kScalesPerSub; ++h)
-        acc[r] = fmaf(static_cast<float>(sum[h]), Traits::scale_i8(b, Tl::kScalesPerSub * sub + h) * xs, acc[r]);
+      for (int r = 0; r < kRows; ++r) {
+        uint8_t split = 0;
+        if constexpr (Traits::kSplitScales) split = *split_scales[r];
+        const BlockRef b{rows[r], split};
+        int sum[kTokens][Tl::kScalesPerSub] = {};
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const Int8Group q = Traits::decode_i8(b, 4 * sub + t, cb);
+          const int h = t * Tl::kScalesPerSub / 4;  // 16-weight scales: groups 0, 1 | 2, 3
+#pragma unroll
+          for (int m = 0; m < kTokens; ++m)
+            sum[m][h] = dp4a(q.q[1], x[m][2 * t + 1], dp4a(q.q[0], x[m][2 * t], sum[m][h]));
+        }
+#pragma unroll
+        for (int h = 0; h < Tl::kScalesPerSub; ++h) {
+          const float ws = Traits::scale_i8(b, Tl::kScalesPerSub * sub + h);
+#pragma unroll
+          for (int m = 0; m < kTokens; ++m)
+            acc[r * kTokens + m] = fmaf(static_cast<float>(sum[m][h]), ws * x_scale[m], acc[r * kTokens + m]);
+        }
+        rows[r] += step_bytes;
+        if constexpr (Traits::kSplitScales) split_scales[r] += threads;
+      }
+      xq += 32 * threads;
+      xs += 8 * threads;
     }
-  }
 
-  int index;
-  const float s = warp_sum_spread(acc, lane, index);
-  if (lane < Tl::kRows) partial[warp * Tl::kRows + index] = s;  // lanes >= kRows repeat these sums
-  __syncthreads();
-  if (static_cast<int>(threadIdx.x) < Tl::kRows) {
-    const int r = threadIdx.x;
-    float total = 0.0f;
-    for (int w = 0; w < threads / 32; ++w) total += partial[w * Tl::kRows + r];
-    if (row0 + r < a.n) static_cast<Act*>(a.y)[row0 + r] = from_float<Act>(total);
+    // partial sums alternate between two sets, so that one barrier per group orders this group's
+    // writes after the reads of the group before
+    float* const partial = partials + parity * warps * kSums;
+    int index;
+    const float s = warp_sum_spread(acc, static_cast<int>(lane), index);
+    if (lane < kSums) partial[warp * kSums + index] = s;  // lanes >= kSums repeat these sums
+    __syncthreads();
+    if (threadIdx.x < kSums) {
+      const int r = threadIdx.x / kTokens, m = threadIdx.x % kTokens;
+      float total = 0.0f;
+      for (unsigned w = 0; w < warps; ++w) total += partial[w * kSums + threadIdx.x];
+      const int64_t row = group * kRows + r;
+      if (row < a.n && m < a.m) static_cast<Act*>(a.y)[m * a.y_row_stride + row] = from_float<Act>(total);
+    }
   }
 }
 

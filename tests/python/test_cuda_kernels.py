@@ -127,6 +127,24 @@ def test_int8_mmvq_equals_its_arithmetic(qtype: QuantType, rng: np.random.Genera
                 assert err < bound, f"{qtype.type_name} {name} M={m} {dtype}: rel err {err:.3g}"
 
 
+@pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ1_S, QuantType.MXFP4_SPLIT], ids=lambda t: t.type_name)
+def test_few_token_mmvq_over_many_row_groups(qtype: QuantType, rng: np.random.Generator) -> None:
+    """A weight tall enough that each block of the one- and two-token kernels takes several row
+    groups in turn (reusing its shared-memory stages), with a row tail."""
+    dev = device()
+    n, k = 4099, 14336
+    w, s = random_weight(qtype, n, k, rng)
+    wf = lowbit.dequantize(w, qtype, scales=s).double()
+    wd, sd = w.to(dev), None if s is None else s.to(dev)
+    x = torch.from_numpy(rng.standard_normal((2, k)).astype(np.float32))
+    for m in (1, 2):
+        ref = q8_activations(x[:m]) @ wf.T
+        xd = x[:m].to(dev)
+        y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd, math="int8"), (m, n), torch.float32)
+        err = rel_err(y, ref)
+        assert err < 2e-5, f"{qtype.type_name} M={m}: rel err {err:.3g}"
+
+
 @pytest.mark.parametrize("qtype", [QuantType.IQ2_XXS, QuantType.IQ4_XS, QuantType.MXFP4_SPLIT], ids=lambda t: t.type_name)
 def test_linear_dispatch_on_a_side_stream(qtype: QuantType, rng: np.random.Generator) -> None:
     dev = device()

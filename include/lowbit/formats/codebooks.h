@@ -27,7 +27,9 @@ constexpr uint32_t table_word(const uint8_t (&t)[16], int i) {
   return static_cast<uint32_t>(t[4 * i]) | (static_cast<uint32_t>(t[4 * i + 1]) << 8) |
          (static_cast<uint32_t>(t[4 * i + 2]) << 16) | (static_cast<uint32_t>(t[4 * i + 3]) << 24);
 }
-constexpr uint8_t abs_i8(uint8_t b) { return b & 0x80u ? static_cast<uint8_t>(0x100u - b) : b; }
+constexpr uint8_t abs_i8(uint8_t b) {
+  return b & 0x80u ? static_cast<uint8_t>(0x100u - b) : b;
+}
 }  // namespace codebook
 
 // The packed IQ1 grid for the int8 decoders (built once, on first use).
@@ -49,6 +51,10 @@ inline Codebooks host_codebooks() {
   cb.iq3s_grid = codebook::kIq3sGrid;
   cb.iq1s_grid = codebook::kIq1sGrid;
   cb.iq1s_packed = host_iq1s_packed();
+  for (int i = 0; i < 4; ++i) {
+    cb.iq4nl_i8[i] = codebook::table_word(codebook::kKvaluesIq4nl, i);
+    cb.e2m1_i8[i] = codebook::table_word(codebook::kKvaluesMxfp4, i);
+  }
   return cb;
 }
 

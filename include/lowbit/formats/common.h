@@ -330,6 +330,12 @@ struct Codebooks {
   const uint32_t* iq3s_grid = nullptr;
   const uint64_t* iq1s_grid = nullptr;
   const uint32_t* iq1s_packed = nullptr;
+  // The 16-entry int8 tables of the nibble formats (IQ4_NL / IQ4_XS, and MXFP4's doubled E2M1
+  // values) as four words each, for nibble_lookup_i8. Held by value: a kernel loads them once so
+  // that they stay in registers (as compile-time constants the compiler rematerialized two of the
+  // four words before every lookup: 16 instructions per 32 weights).
+  uint32_t iq4nl_i8[4] = {};
+  uint32_t e2m1_i8[4] = {};
 };
 
 }  // namespace lowbit

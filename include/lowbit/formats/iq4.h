@@ -49,14 +49,9 @@ LOWBIT_HD void iq4nl_word(uint32_t nibbles, uint32_t& mag, uint32_t& neg) {
   neg = ~(nibbles << 4) & 0x80808080u;
 }
 
-// The codebook as signed bytes, for nibble_lookup_i8.
-inline constexpr uint32_t kIq4nlI80 = codebook::table_word(codebook::kKvaluesIq4nl, 0);
-inline constexpr uint32_t kIq4nlI81 = codebook::table_word(codebook::kKvaluesIq4nl, 1);
-inline constexpr uint32_t kIq4nlI82 = codebook::table_word(codebook::kKvaluesIq4nl, 2);
-inline constexpr uint32_t kIq4nlI83 = codebook::table_word(codebook::kKvaluesIq4nl, 3);
-
-LOWBIT_HD Int8Group iq4nl_i8(uint32_t w) {
-  return nibble_lookup_i8(w, kIq4nlI80, kIq4nlI81, kIq4nlI82, kIq4nlI83);
+// The codebook as signed bytes (Codebooks::iq4nl_i8).
+LOWBIT_HD Int8Group iq4nl_i8(uint32_t w, const Codebooks& cb) {
+  return nibble_lookup_i8(w, cb.iq4nl_i8[0], cb.iq4nl_i8[1], cb.iq4nl_i8[2], cb.iq4nl_i8[3]);
 }
 
 // Group g of a 32-weight nibble run at `qs`: weights 8g..8g+7 (bytes 8(g&1).., nibble g>>1).
@@ -91,8 +86,8 @@ struct FormatTraits<QuantType::IQ4_NL> : BlockFormat<QuantType::IQ4_NL, BlockIq4
     return detail::iq4nl_group<2>(b.bytes + offsetof(Block, qs), g, d);
   }
 
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks&) {
-    return detail::iq4nl_i8(load_u32<2>(b.bytes + offsetof(Block, qs) + 4 * g));
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    return detail::iq4nl_i8(load_u32<2>(b.bytes + offsetof(Block, qs) + 4 * g), cb);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int) {
@@ -119,8 +114,8 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
     return detail::iq4nl_group<8>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2), g & 3, sub_scale(b, g >> 2));
   }
 
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks&) {
-    return detail::iq4nl_i8(load_u32<4>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 4 * (g & 3)));
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    return detail::iq4nl_i8(load_u32<4>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 4 * (g & 3)), cb);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) { return sub_scale(b, s); }

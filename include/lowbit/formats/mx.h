@@ -41,19 +41,15 @@ LOWBIT_HD void e2m1_word(uint32_t codes, uint32_t& mag, uint32_t& neg) {
   neg = (codes << 4) & nonzero_bytes(codes & 0x07070707u) & 0x80808080u;
 }
 
-// Doubled E2M1 values as signed bytes (ggml's kvalues_mxfp4), for nibble_lookup_i8.
-inline constexpr uint32_t kE2m1I80 = codebook::table_word(codebook::kKvaluesMxfp4, 0);
-inline constexpr uint32_t kE2m1I81 = codebook::table_word(codebook::kKvaluesMxfp4, 1);
-inline constexpr uint32_t kE2m1I82 = codebook::table_word(codebook::kKvaluesMxfp4, 2);
-inline constexpr uint32_t kE2m1I83 = codebook::table_word(codebook::kKvaluesMxfp4, 3);
-
-LOWBIT_HD Int8Group e2m1_i8(uint32_t w) { return nibble_lookup_i8(w, kE2m1I80, kE2m1I81, kE2m1I82, kE2m1I83); }
+// Doubled E2M1 values as signed bytes (ggml's kvalues_mxfp4; Codebooks::e2m1_i8).
+LOWBIT_HD Int8Group e2m1_i8(uint32_t w, const Codebooks& cb) {
+  return nibble_lookup_i8(w, cb.e2m1_i8[0], cb.e2m1_i8[1], cb.e2m1_i8[2], cb.e2m1_i8[3]);
+}
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::MXFP4>
-    : BlockFormat<QuantType::MXFP4, BlockMxfp4, 32, /*kAlign=*/1, Codebook::kNone>,
-      Int8Form<I8Order::kNibbleInterleaved, 32> {
+struct FormatTraits<QuantType::MXFP4> : BlockFormat<QuantType::MXFP4, BlockMxfp4, 32, /*kAlign=*/1, Codebook::kNone>,
+                                        Int8Form<I8Order::kNibbleInterleaved, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "mxfp4";
 
@@ -67,16 +63,16 @@ struct FormatTraits<QuantType::MXFP4>
     return r;
   }
 
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks&) {
-    return detail::e2m1_i8(load_u32<1>(b.bytes + offsetof(Block, qs) + 4 * g));
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    return detail::e2m1_i8(load_u32<1>(b.bytes + offsetof(Block, qs) + 4 * g), cb);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int) { return e8m0_to_float_half_ggml(b.bytes[offsetof(Block, e)]); }
 };
 
 template <>
-struct FormatTraits<QuantType::MXFP8_E4M3>
-    : BlockFormat<QuantType::MXFP8_E4M3, BlockMxfp8Elements, kMxBlock, /*kAlign=*/16, Codebook::kNone, /*kSplitScales=*/true> {
+struct FormatTraits<QuantType::MXFP8_E4M3> : BlockFormat<QuantType::MXFP8_E4M3, BlockMxfp8Elements, kMxBlock,
+                                                         /*kAlign=*/16, Codebook::kNone, /*kSplitScales=*/true> {
   using Group = Fp8Group;
   static constexpr const char* kName = "mxfp8_e4m3";
 
@@ -90,9 +86,9 @@ struct FormatTraits<QuantType::MXFP8_E4M3>
 };
 
 template <>
-struct FormatTraits<QuantType::MXFP4_SPLIT>
-    : BlockFormat<QuantType::MXFP4_SPLIT, BlockMxfp4Elements, kMxBlock, /*kAlign=*/16, Codebook::kNone, /*kSplitScales=*/true>,
-      Int8Form<I8Order::kContiguous, 32> {
+struct FormatTraits<QuantType::MXFP4_SPLIT> : BlockFormat<QuantType::MXFP4_SPLIT, BlockMxfp4Elements, kMxBlock,
+                                                          /*kAlign=*/16, Codebook::kNone, /*kSplitScales=*/true>,
+                                              Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "mxfp4_split";
 
@@ -107,8 +103,8 @@ struct FormatTraits<QuantType::MXFP4_SPLIT>
   }
 
   // a word's nibbles are elements 8g .. 8g + 7 in order (even element low)
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks&) {
-    return detail::e2m1_i8(load_u32<4>(b.bytes + 4 * g));
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    return detail::e2m1_i8(load_u32<4>(b.bytes + 4 * g), cb);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int) { return e8m0_to_float(b.split_scale) * 0.5f; }
