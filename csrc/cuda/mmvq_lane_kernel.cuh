@@ -125,129 +125,69 @@ __global__ void __launch_bounds__(32 * MmvqLaneTiling<Traits, kRows>::kMaxWarps,
                     sub * (Traits::kBlockBytes / Tl::kSubsPerBlock));
     }
   };
-  // A row's sub-block as int8 codes and weight scales, and its products with the tokens' codes.
-  struct RowCodes {
-    Int8Group q[4];
-    float scale[Tl::kScalesPerSub];
-  };
-  auto block_ref = [&](const uint8_t* row, const uint8_t* split_scale) {
-    return BlockRef{row, Traits::kSplitScales ? *split_scale : uint8_t{0}};
-  };
-  auto weight_scale = [&](const BlockRef& b, int h) { return Traits::scale_i8(b, Tl::kScalesPerSub * sub + h); };
-  struct TokenCodes {
-    uint32_t q[kTokens][8];  // words 2t, 2t + 1: group t
-    float scale[kTokens];
-  };
-  auto load_tokens = [&](const uint8_t* xq, const float* xs) {
-    TokenCodes x;
-#pragma unroll
-    for (int m = 0; m < kTokens; ++m) {
-      if (m == 0 || m < a.m) {
-        const uint4* src = reinterpret_cast<const uint4*>(xq + m * a.k);
-        const uint4 lo = src[0], hi = src[1];
-        x.q[m][0] = lo.x, x.q[m][1] = lo.y, x.q[m][2] = lo.z, x.q[m][3] = lo.w;
-        x.q[m][4] = hi.x, x.q[m][5] = hi.y, x.q[m][6] = hi.z, x.q[m][7] = hi.w;
-        x.scale[m] = xs[m];
-      } else {
-#pragma unroll
-        for (int w = 0; w < 8; ++w) x.q[m][w] = 0;
-        x.scale[m] = 0.0f;
-      }
-    }
-    return x;
-  };
-  // code_of(t): int8 group t of the row's sub-block; scale_of(h): the weight scale of its h-th
-  // scale group (asked in this order: each group's products follow its decode)
-  auto accumulate = [&](auto&& code_of, auto&& scale_of, const TokenCodes& x, float* acc_row) {
-    int sum[kTokens][Tl::kScalesPerSub] = {};
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const Int8Group q = code_of(t);
-      const int h = t * Tl::kScalesPerSub / 4;  // 16-weight scales: groups 0, 1 | 2, 3
-#pragma unroll
-      for (int m = 0; m < kTokens; ++m)
-        sum[m][h] = dp4a(q.q[1], x.q[m][2 * t + 1], dp4a(q.q[0], x.q[m][2 * t], sum[m][h]));
-    }
-#pragma unroll
-    for (int h = 0; h < Tl::kScalesPerSub; ++h) {
-      const float ws = scale_of(h);
-#pragma unroll
-      for (int m = 0; m < kTokens; ++m) acc_row[m] = fmaf(static_cast<float>(sum[m][h]), ws * x.scale[m], acc_row[m]);
-    }
-  };
-  auto group_rows = [&](int64_t group, const uint8_t*(&rows)[kRows], const uint8_t*(&split_scales)[kRows]) {
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      rows[r] = a.w + row_of(group, r) * a.w_row_stride + first_byte;
-      split_scales[r] = Traits::kSplitScales ? a.scales + row_of(group, r) * a.scale_row_stride + threadIdx.x : nullptr;
-    }
-  };
-
-  prefetch_group(blockIdx.x);
+  prefetch_group(blockIdx.x);  // while the block builds its table and the prologue finishes
   const Codebooks cb = int8_codebooks<Traits>(smem);
   __syncthreads();
-  // The first round of the first group decodes while the prologue kernel finishes: the weights do
-  // not depend on it (the prologue's 1.5 us are otherwise exposed, NOTES.md). Two rows only: the
-  // codes of four held over the wait made ptxas spill.
-  constexpr bool kDecodeEarly = kRows <= 2;
-  RowCodes first[kRows];
-  const bool has_first = kDecodeEarly && blockIdx.x < groups && threadIdx.x < subs;
-  if (has_first) {
-    const uint8_t* rows[kRows];
-    const uint8_t* split_scales[kRows];
-    group_rows(blockIdx.x, rows, split_scales);
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const BlockRef b = block_ref(rows[r], split_scales[r]);
-#pragma unroll
-      for (int t = 0; t < 4; ++t) first[r].q[t] = Traits::decode_i8(b, 4 * sub + t, cb);
-#pragma unroll
-      for (int h = 0; h < Tl::kScalesPerSub; ++h) first[r].scale[h] = weight_scale(b, h);
-    }
-  }
   pdl_wait_for_primary();
 
-  // A row group: its rounds, then the block's fixed-order sum. kPeeled: the block's first group,
-  // whose first round was decoded above (a separate copy of the loop, so that `first` is not held
-  // through the other groups).
-  auto run_group = [&](int64_t group, int parity, auto peeled) {
-    constexpr bool kPeeled = decltype(peeled)::value;
+  int parity = 0;
+  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x, parity ^= 1) {
     prefetch_group(group + gridDim.x);
     const uint8_t* rows[kRows];
     const uint8_t* split_scales[kRows];
-    group_rows(group, rows, split_scales);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      rows[r] = a.w + row_of(group, r) * a.w_row_stride + first_byte;
+      if constexpr (Traits::kSplitScales)
+        split_scales[r] = a.scales + row_of(group, r) * a.scale_row_stride + threadIdx.x;
+    }
     const uint8_t* xq = a.xq + 32 * threadIdx.x;
     const float* xs = a.xs + 8 * threadIdx.x;
     float acc[kSums] = {};
-    unsigned j = threadIdx.x;
-    auto next_round = [&] {
+    for (unsigned j = threadIdx.x; j < subs; j += threads) {
+      // the sub-block's activation codes (words 2t, 2t + 1: group t) and scale, per token
+      uint32_t x[kTokens][8];
+      float x_scale[kTokens];
+#pragma unroll
+      for (int m = 0; m < kTokens; ++m) {
+        if (m == 0 || m < a.m) {
+          const uint4* src = reinterpret_cast<const uint4*>(xq + m * a.k);
+          const uint4 lo = src[0], hi = src[1];
+          x[m][0] = lo.x, x[m][1] = lo.y, x[m][2] = lo.z, x[m][3] = lo.w;
+          x[m][4] = hi.x, x[m][5] = hi.y, x[m][6] = hi.z, x[m][7] = hi.w;
+          x_scale[m] = xs[m];
+        } else {
+#pragma unroll
+          for (int w = 0; w < 8; ++w) x[m][w] = 0;
+          x_scale[m] = 0.0f;
+        }
+      }
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
+        uint8_t split = 0;
+        if constexpr (Traits::kSplitScales) split = *split_scales[r];
+        const BlockRef b{rows[r], split};
+        int sum[kTokens][Tl::kScalesPerSub] = {};
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const Int8Group q = Traits::decode_i8(b, 4 * sub + t, cb);
+          const int h = t * Tl::kScalesPerSub / 4;  // 16-weight scales: groups 0, 1 | 2, 3
+#pragma unroll
+          for (int m = 0; m < kTokens; ++m)
+            sum[m][h] = dp4a(q.q[1], x[m][2 * t + 1], dp4a(q.q[0], x[m][2 * t], sum[m][h]));
+        }
+#pragma unroll
+        for (int h = 0; h < Tl::kScalesPerSub; ++h) {
+          const float ws = Traits::scale_i8(b, Tl::kScalesPerSub * sub + h);
+#pragma unroll
+          for (int m = 0; m < kTokens; ++m)
+            acc[r * kTokens + m] = fmaf(static_cast<float>(sum[m][h]), ws * x_scale[m], acc[r * kTokens + m]);
+        }
         rows[r] += step_bytes;
         if constexpr (Traits::kSplitScales) split_scales[r] += threads;
       }
       xq += 32 * threads;
       xs += 8 * threads;
-      j += threads;
-    };
-    if constexpr (kPeeled) {
-      if (has_first) {
-        const TokenCodes x = load_tokens(xq, xs);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r)
-          accumulate([&](int t) { return first[r].q[t]; }, [&](int h) { return first[r].scale[h]; }, x,
-                     &acc[r * kTokens]);
-        next_round();
-      }
-    }
-    for (; j < subs; next_round()) {
-      const TokenCodes x = load_tokens(xq, xs);
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        const BlockRef b = block_ref(rows[r], split_scales[r]);
-        accumulate([&](int t) { return Traits::decode_i8(b, 4 * sub + t, cb); },
-                   [&](int h) { return weight_scale(b, h); }, x, &acc[r * kTokens]);
-      }
     }
 
     // partial sums alternate between two sets, so that one barrier per group orders this group's
@@ -264,14 +204,7 @@ __global__ void __launch_bounds__(32 * MmvqLaneTiling<Traits, kRows>::kMaxWarps,
       const int64_t row = group * kRows + r;
       if (row < a.n && m < a.m) static_cast<Act*>(a.y)[m * a.y_row_stride + row] = from_float<Act>(total);
     }
-  };
-  int64_t group = blockIdx.x;
-  int parity = 0;
-  if constexpr (kDecodeEarly) {
-    if (group < groups) run_group(group, parity, std::true_type{});
-    group += gridDim.x, parity = 1;
   }
-  for (; group < groups; group += gridDim.x, parity ^= 1) run_group(group, parity, std::false_type{});
 }
 
 // Warps per block for K = 32 * subs: the fewest thread slots that cover the sub-blocks (threads
