@@ -1,5 +1,6 @@
-// Device copies of the I-quant codebooks (from the same generated data as the host tables) and
-// the per-block copy into shared memory that the matrix kernels decode from.
+// Device copies of the I-quant codebooks (from the same generated data as the host tables), the
+// per-block copy into shared memory that the matrix kernels decode from, and the nibble formats'
+// int8 tables loaded into registers.
 #pragma once
 
 #include <cstdint>

@@ -23,10 +23,11 @@ namespace lowbit::cuda_detail {
 // How the lane kernel runs a format for `tokens` tokens: rows per group and the most warps per
 // block, or rows == 0 where the tensor-core kernel is faster. Measured on the H200 at N = 4096,
 // K = 14336 (benchmarks/NOTES.md, "dp4a lanes, one wave"): two rows in blocks of at most four
-// warps suit the nibble formats and the lighter grids, four rows in blocks of eight the IQ1 and
-// IQ2_S grids, whose shared-memory tables are then built by fewer blocks; IQ3_S (four scattered
-// parts per sub-block) stays on tensor cores, and at two tokens so do the IQ3 formats, MXFP4 and
-// the legacy types.
+// warps (K = 14336: two warps, 16 blocks per SM) suit the nibble formats, IQ2_XXS, IQ2_XS,
+// IQ3_XXS and Q8_0; four rows in blocks of up to eight warps the IQ1 and IQ2_S grids, whose
+// shared-memory tables are then built by fewer blocks, and the formats not measured apart (Q5_0,
+// MXFP4_SPLIT). IQ3_S (four scattered parts per sub-block) stays on tensor cores; at two tokens
+// so do the IQ3 formats, MXFP4, MXFP4_SPLIT and the legacy types.
 struct LaneShape {
   int rows;
   int max_warps;
@@ -57,6 +58,7 @@ struct MmvqLaneTiling {
   static_assert(Traits::kI8ScaleElems == 32 || Traits::kI8Order == I8Order::kContiguous,
                 "16-weight scales: groups 0, 1 of a sub-block are its first 16 weights");
   static constexpr int kRows = kRowsPerGroup;  // rows a block works on at a time
+  // the launch bound (256 threads at 64 registers), whatever a shape's own warp limit
   static constexpr int kMaxWarps = 8;
   static constexpr int kSubsPerBlock = Traits::kBlockElems / 32;
   static_assert(32 % kSubsPerBlock == 0, "a thread keeps its sub-block of the format block across rounds");
@@ -96,7 +98,8 @@ __device__ __forceinline__ float warp_sum_spread(float (&v)[kN], int lane, int& 
   return s;
 }
 
-// kTokens: 1 or 2 tokens; tokens from a.m up (none when launched for M = kTokens) read nothing.
+// kTokens: 1 or 2 tokens. Launched with M = kTokens; tokens from a.m up would read and store
+// nothing (the workspace holds M tokens).
 template <class Traits, class Act, int kTokens, int kRows>
 __global__ void __launch_bounds__(32 * MmvqLaneTiling<Traits, kRows>::kMaxWarps, 4) mmvq_lane_kernel(MmvqArgs a) {
   using Tl = MmvqLaneTiling<Traits, kRows>;

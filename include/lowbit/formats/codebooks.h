@@ -19,14 +19,7 @@ inline constexpr uint32_t kIq3sGrid[LOWBIT_IQ3S_GRID_SIZE] = {LOWBIT_IQ3S_GRID_D
 inline constexpr uint64_t kIq1sGrid[LOWBIT_IQ1S_GRID_SIZE] = {LOWBIT_IQ1S_GRID_DATA};
 // ggml's sign table; decoders compute it (ksigns_iq2xs), tests check the two agree.
 inline constexpr uint8_t kKsignsIq2xs[128] = {LOWBIT_KSIGNS_IQ2XS_DATA};
-inline constexpr uint8_t kKvaluesIq4nl[16] = {LOWBIT_KVALUES_IQ4NL_DATA};  // int8 as bytes
-inline constexpr uint8_t kKvaluesMxfp4[16] = {LOWBIT_KVALUES_MXFP4_DATA};  // int8 as bytes
-
-// Little-endian word i of a 16-byte table, for byte_perm lookups in registers.
-constexpr uint32_t table_word(const uint8_t (&t)[16], int i) {
-  return static_cast<uint32_t>(t[4 * i]) | (static_cast<uint32_t>(t[4 * i + 1]) << 8) |
-         (static_cast<uint32_t>(t[4 * i + 2]) << 16) | (static_cast<uint32_t>(t[4 * i + 3]) << 24);
-}
+// kKvaluesIq4nl, kKvaluesMxfp4 and table_word: common.h (Codebooks' nibble tables)
 constexpr uint8_t abs_i8(uint8_t b) {
   return b & 0x80u ? static_cast<uint8_t>(0x100u - b) : b;
 }
@@ -51,11 +44,7 @@ inline Codebooks host_codebooks() {
   cb.iq3s_grid = codebook::kIq3sGrid;
   cb.iq1s_grid = codebook::kIq1sGrid;
   cb.iq1s_packed = host_iq1s_packed();
-  for (int i = 0; i < 4; ++i) {
-    cb.iq4nl_i8[i] = codebook::table_word(codebook::kKvaluesIq4nl, i);
-    cb.e2m1_i8[i] = codebook::table_word(codebook::kKvaluesMxfp4, i);
-  }
-  return cb;
+  return cb;  // the nibble tables: Codebooks' defaults
 }
 
 }  // namespace lowbit

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "lowbit/formats/codebook_data.h"
+
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -319,9 +321,20 @@ LOWBIT_HD uint32_t pack_ternary_row(uint64_t row) {
   return r;
 }
 
+namespace codebook {
+inline constexpr uint8_t kKvaluesIq4nl[16] = {LOWBIT_KVALUES_IQ4NL_DATA};  // int8 as bytes
+inline constexpr uint8_t kKvaluesMxfp4[16] = {LOWBIT_KVALUES_MXFP4_DATA};  // int8 as bytes
+
+// Little-endian word i of a 16-byte table, for byte_perm lookups in registers.
+constexpr uint32_t table_word(const uint8_t (&t)[16], int i) {
+  return static_cast<uint32_t>(t[4 * i]) | (static_cast<uint32_t>(t[4 * i + 1]) << 8) |
+         (static_cast<uint32_t>(t[4 * i + 2]) << 16) | (static_cast<uint32_t>(t[4 * i + 3]) << 24);
+}
+}  // namespace codebook
+
 // The I-quant codebooks, wherever they live (host tables, device global or shared memory).
-// A kernel fills only the pointers its type uses. iq1s_packed (pack_ternary_row of each iq1s
-// row) serves the int8 decoder of IQ1_S / IQ1_M.
+// A kernel fills only the grid pointers its type uses. iq1s_packed (pack_ternary_row of each
+// iq1s row) serves the int8 decoder of IQ1_S / IQ1_M.
 struct Codebooks {
   const uint64_t* iq2xxs_grid = nullptr;
   const uint64_t* iq2xs_grid = nullptr;
@@ -331,11 +344,16 @@ struct Codebooks {
   const uint64_t* iq1s_grid = nullptr;
   const uint32_t* iq1s_packed = nullptr;
   // The 16-entry int8 tables of the nibble formats (IQ4_NL / IQ4_XS, and MXFP4's doubled E2M1
-  // values) as four words each, for nibble_lookup_i8. Held by value: a kernel loads them once so
-  // that they stay in registers (as compile-time constants the compiler rematerialized two of the
-  // four words before every lookup: 16 instructions per 32 weights).
-  uint32_t iq4nl_i8[4] = {};
-  uint32_t e2m1_i8[4] = {};
+  // values) as four words each, for nibble_lookup_i8; right by default. Held by value: the device
+  // kernels load them once (load_nibble_tables) so that they stay in registers; as compile-time
+  // constants the compiler rematerialized two of the four words before every lookup (16
+  // instructions per 32 weights).
+  uint32_t iq4nl_i8[4] = {
+      codebook::table_word(codebook::kKvaluesIq4nl, 0), codebook::table_word(codebook::kKvaluesIq4nl, 1),
+      codebook::table_word(codebook::kKvaluesIq4nl, 2), codebook::table_word(codebook::kKvaluesIq4nl, 3)};
+  uint32_t e2m1_i8[4] = {
+      codebook::table_word(codebook::kKvaluesMxfp4, 0), codebook::table_word(codebook::kKvaluesMxfp4, 1),
+      codebook::table_word(codebook::kKvaluesMxfp4, 2), codebook::table_word(codebook::kKvaluesMxfp4, 3)};
 };
 
 }  // namespace lowbit
