@@ -129,9 +129,10 @@ def test_int8_mmvq_equals_its_arithmetic(qtype: QuantType, rng: np.random.Genera
 
 @pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ1_S, QuantType.MXFP4_SPLIT], ids=lambda t: t.type_name)
 def test_few_token_mmvq_over_many_row_groups(qtype: QuantType, rng: np.random.Generator) -> None:
-    """A weight tall enough that every block of the one-wave dp4a kernel (M = 1, 2) takes at least
-    three row groups in turn (its partial-sum sets reused), with a row tail and a last round of
-    sub-blocks that leaves threads idle: K = 4352 is 136 sub-blocks."""
+    """A weight tall enough that every block of the one-wave dp4a kernel takes at least three row
+    groups in turn (its partial-sum sets reused), with a row tail and a last round of sub-blocks
+    that leaves threads idle: K = 4352 is 136 sub-blocks. M = 1 runs there for all three types,
+    M = 2 for IQ4_XS and IQ1_S (MXFP4_SPLIT then takes the tensor-core kernel)."""
     dev = device()
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     # the most blocks one wave can hold: 32 per SM (one-warp blocks), two rows per group
