@@ -22,6 +22,7 @@
 
 #include <atomic>
 
+#include "cuda/int8_activations.cuh"
 #include "cuda/mmvq_kernel.cuh"
 #include "cuda/mmvq_lane_kernel.cuh"
 #include "lowbit/cuda_limits.h"
@@ -46,89 +47,6 @@ struct MmvqInt8Tiling : MmvqTiling<Traits> {
     return kTableBytes + (warps * kWarpBytes > warps * 512 ? warps * kWarpBytes : warps * 512);
   }
 };
-
-// Quantizes a thread's eight activations (a 32-weight sub-block is four consecutive threads) to
-// int8 with the sub-block's scale, returning the scale. Round to nearest even via the float
-// adder: 1.5 * 2^23 + q has q (two's complement) in its low byte.
-// A NaN activation makes the sub-block's scale NaN (fmaxf alone would drop it), so that NaN
-// reaches the output as it does through the bf16 arithmetic.
-__device__ __forceinline__ float max_nan(float a, float b) {
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-
-__device__ __forceinline__ float quantize8(const float (&v)[8], uint32_t (&q)[2]) {
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) amax = max_nan(fabsf(v[i]), amax);
-  amax = max_nan(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 1));
-  amax = max_nan(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
-  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-  uint32_t b[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) b[i] = __float_as_uint(__fmaf_rn(v[i], inv, 12582912.0f));
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-    q[h] = __byte_perm(__byte_perm(b[4 * h], b[4 * h + 1], 0x0040u), __byte_perm(b[4 * h + 2], b[4 * h + 3], 0x0040u),
-                       0x5410u);
-  return amax * (1.0f / 127.0f);
-}
-
-template <class Act>
-__device__ __forceinline__ void load4_f32(const Act* p, float* f) {
-  if constexpr (std::is_same_v<Act, float>) {
-    const float4 v = *reinterpret_cast<const float4*>(p);
-    f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
-  } else {
-    const uint2 v = *reinterpret_cast<const uint2*>(p);
-    const uint32_t w[2] = {v.x, v.y};
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      float2 h;
-      if constexpr (std::is_same_v<Act, __half>)
-        h = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-      else
-        h = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
-      f[2 * i] = h.x, f[2 * i + 1] = h.y;
-    }
-  }
-}
-
-// The int8 prologue: thread (token, group) quantizes the eight activations of int8 group
-// `group % 4` of sub-block `group / 4` (elements i8_element(kOrder, .)) and stores their codes at
-// xq[token][8 * group] (kNibbleInterleaved: the first four elements are 4t.., the next four
-// 4t + 16..; byte j alternates between them). Tokens M..7 write zero scales.
-template <class Act, I8Order kOrder>
-__global__ void __launch_bounds__(256) quantize_activations_kernel(MmvqArgs a, uint8_t* xq, float* xs) {
-  pdl_launch_dependents();  // the MMVQ kernel may start prefetching weights now
-  const int64_t groups = a.k / 8;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool active = i < 8 * groups;  // whole quads: groups is a multiple of 4
-  const int token = active ? static_cast<int>(i / groups) : 0;
-  const int64_t group = active ? i - token * groups : 0;
-  const int64_t sub = group >> 2;
-  const int t = static_cast<int>(group & 3);
-  float v[8] = {};
-  if (active && token < a.m) {
-    const Act* row = static_cast<const Act*>(a.x) + token * a.x_row_stride + 32 * sub;
-    if constexpr (kOrder == I8Order::kContiguous) {
-      load4_f32(row + 8 * t, v);
-      load4_f32(row + 8 * t + 4, v + 4);
-    } else {
-      float lo[4], hi[4];
-      load4_f32(row + 4 * t, lo);
-      load4_f32(row + 16 + 4 * t, hi);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) v[2 * j] = lo[j], v[2 * j + 1] = hi[j];
-    }
-  }
-  uint32_t q[2];
-  const float d = quantize8(v, q);
-  if (!active) return;
-  if (token < a.m) *reinterpret_cast<uint2*>(xq + token * a.k + 8 * group) = make_uint2(q[0], q[1]);
-  if (t == 0) xs[sub * 8 + token] = d;
-}
 
 template <class Traits, class Act, int kMaxTokens>
 __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxWarps, 2) mmvq_int8_kernel(MmvqArgs a) {
@@ -298,22 +216,13 @@ int int8_warps_per_tile(int64_t k, int budget) {
   return best;
 }
 
-// Quantizes the activations into a.xq / a.xs: the int8 prologue every int8 MMVQ kernel reads.
-template <class Traits, class Act>
-void launch_int8_prologue(const MmvqArgs& a, cudaStream_t stream) {
-  const int64_t threads = a.k;  // 8 tokens x K / 8 groups
-  quantize_activations_kernel<Act, Traits::kI8Order><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(
-      a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
-  check_launch("mmvq (int8 activations)");
-}
-
-// Launches kKernel(a) after the prologue, as its programmatic dependent where the code that runs
-// was compiled with griddepcontrol (PTX 9.0+, not e.g. a compute_89 PTX JIT-compiled for a newer
-// GPU): the kernel then starts while the prologue finishes and waits for it in
-// pdl_wait_for_primary.
-template <auto kKernel>
-void launch_after_prologue(const MmvqArgs& a, unsigned blocks, int threads, int smem, cudaStream_t stream,
-                           const char* name) {
+// Launches kKernel(args...) as a programmatic dependent of the work before it in the stream
+// where the code that runs was compiled with griddepcontrol (PTX 9.0+, not e.g. a compute_89 PTX
+// JIT-compiled for a newer GPU): its blocks may then start while the kernel before finishes (it
+// reads only weights until pdl_wait_for_primary), else a plain stream-ordered launch.
+template <auto kKernel, class... Args>
+void launch_programmatic(unsigned blocks, int threads, int smem, cudaStream_t stream, const char* name,
+                         const Args&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(blocks);
   config.blockDim = dim3(static_cast<unsigned>(threads));
@@ -328,13 +237,23 @@ void launch_after_prologue(const MmvqArgs& a, unsigned blocks, int threads, int 
   int pdl = device < 64 ? programmatic[device].load(std::memory_order_relaxed) : 1;
   if (pdl == 0) {
     pdl = kernel_has_programmatic_launch(reinterpret_cast<const void*>(kKernel)) ? 2 : 1;
-    programmatic[device].store(pdl, std::memory_order_relaxed);
+    if (device < 64) programmatic[device].store(pdl, std::memory_order_relaxed);
   }
   if (pdl == 2) {
     config.attrs = overlap;
     config.numAttrs = 1;
   }
-  launch_checked(name, cudaLaunchKernelEx(&config, kKernel, a));
+  launch_checked(name, cudaLaunchKernelEx(&config, kKernel, args...));
+}
+
+// Quantizes the activations into a.xq / a.xs: the int8 prologue every tensor-core int8 MMVQ
+// kernel reads.
+template <class Traits, class Act>
+void launch_int8_prologue(const MmvqArgs& a, cudaStream_t stream) {
+  const int64_t threads = a.k;  // 8 tokens x K / 8 groups
+  constexpr auto kernel = &quantize_activations_kernel<Act, Traits::kI8Order>;
+  launch_programmatic<kernel>(static_cast<unsigned>((threads + 255) / 256), 256, 0, stream, "mmvq (int8 activations)",
+                              a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
 }
 
 // Launches the prologue and the int8 MMVQ; false (nothing launched) when the device's shared
@@ -354,52 +273,54 @@ bool launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
                                                                                      : limits.shared_per_block_optin;
   configure_shared_memory(reinterpret_cast<const void*>(kernel), smem_max);  // once, for any warp count
   launch_int8_prologue<Traits, Act>(a, stream);
-  launch_after_prologue<kernel>(a, static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows), 32 * warps,
-                                Tl::smem_bytes(warps), stream, "mmvq (int8)");
+  launch_programmatic<kernel>(static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows), 32 * warps,
+                              Tl::smem_bytes(warps), stream, "mmvq (int8)", a);
   return true;
 }
 
-// Blocks of kKernel that fit on one SM with `warps` warps and this shared memory, asked once per
-// device and warp count.
-template <auto kKernel, int kMaxWarps>
-int resident_blocks(int warps, int smem) {
-  static std::atomic<int> known[64][kMaxWarps + 1];
-  int device = 0;
-  cudaGetDevice(&device);
-  int per_sm = device < 64 ? known[device][warps].load(std::memory_order_relaxed) : 0;
-  if (per_sm == 0) {
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, 32 * warps, smem) != cudaSuccess ||
-        per_sm < 1) {
-      cudaGetLastError();
-      per_sm = 1;
-    }
-    if (device < 64) known[device][warps].store(per_sm, std::memory_order_relaxed);
+// Blocks of kKernel that fit on one SM with `threads` threads and this shared memory.
+template <auto kKernel>
+int resident_blocks(int threads, int64_t smem) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, threads, static_cast<size_t>(smem)) !=
+          cudaSuccess ||
+      per_sm < 1) {
+    cudaGetLastError();
+    per_sm = 1;
   }
   return per_sm;
 }
 
-// The prologue and the dp4a MMVQ of kTokens tokens (mmvq_lane_kernel.cuh), one wave of blocks
-// (as many as fit on the device at once, or one per row group where fewer).
+// The dp4a MMVQ of kTokens tokens (mmvq_lane_kernel.cuh): one block per SM (fewer where the row
+// groups are fewer); false (nothing launched) when a block's shared memory cannot hold the
+// activations.
 template <class Traits, class Act, int kTokens>
-void launch_mmvq_lane_as(const MmvqArgs& a, cudaStream_t stream) {
+bool launch_mmvq_lane_as(const MmvqArgs& a, cudaStream_t stream) {
+  using Tl = MmvqLaneTiling<Traits>;
   constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
-  static_assert(kShape.rows > 0, "the tensor-core kernel serves this format and token count");
-  using Tl = MmvqLaneTiling<Traits, kShape.rows>;
-  constexpr auto kernel = &mmvq_lane_kernel<Traits, Act, kTokens, kShape.rows>;
-  const int warps = lane_warps_for(a.k / 32, kShape.max_warps);
-  const int smem = Tl::smem_bytes(warps, kTokens);
-  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::smem_bytes(Tl::kMaxWarps, kTokens));
-  const int64_t groups = (a.n + Tl::kRows - 1) / Tl::kRows;
-  const int64_t wave =
-      static_cast<int64_t>(resident_blocks<kernel, Tl::kMaxWarps>(warps, smem)) * current_device_limits().sms;
-  launch_int8_prologue<Traits, Act>(a, stream);
-  launch_after_prologue<kernel>(a, static_cast<unsigned>(groups < wave ? groups : wave), 32 * warps, smem, stream,
-                                "mmvq (int8 lanes)");
+  constexpr auto kernel = &mmvq_lane_kernel<Traits, Act, kTokens>;
+  constexpr int kMaxTeams = kLaneBlockWarps / kShape.team_warps;
+  const DeviceLimits& limits = current_device_limits();
+  const int64_t groups = (a.n + kShape.rows - 1) / kShape.rows;
+  const int64_t sms = limits.sms;
+  // teams per block: the fewest that cover the groups with one block per SM
+  int64_t teams = (groups + sms - 1) / sms;
+  teams = teams < 1 ? 1 : (teams > kMaxTeams ? kMaxTeams : teams);
+  const int threads = static_cast<int>(32 * kShape.team_warps * teams);
+  const int64_t smem = Tl::smem_bytes(a.k, kTokens, static_cast<int>(teams), kShape.team_warps, kShape.rows * kTokens);
+  if (smem > limits.shared_per_block_optin) return false;
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), limits.shared_per_block_optin);
+  const int64_t wave = resident_blocks<kernel>(threads, smem) * sms;
+  const int64_t need = (groups + teams - 1) / teams;
+  launch_programmatic<kernel>(static_cast<unsigned>(need < wave ? need : wave), threads, static_cast<int>(smem), stream,
+                              "mmvq (int8 lanes)", a);
+  return true;
 }
 
 // The MMVQ entry of one weight type: where the format has an int8 form (and bf16 is not asked
-// for), dp4a lanes at M = 1 and 2 where lane_shape says they are faster, int8 tensor cores up to
-// M = 8 otherwise; bf16 tensor cores beyond (and for MXFP8).
+// for), dp4a lanes at M = 1 and 2 where lane_shape says they are faster and the activations fit
+// a block's shared memory, int8 tensor cores up to M = 8 otherwise; bf16 tensor cores beyond
+// (and for MXFP8).
 template <QuantType T>
 void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream) {
   using Traits = FormatTraits<T>;
@@ -409,17 +330,13 @@ void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStrea
       static_assert(kMmvqInt8MaxTokens == 8, "token counts round up to 1, 2, 4 or 8");
       if (math != MmvqMath::kBf16 && a.m <= kMmvqInt8MaxTokens) {
         if (a.m == 1) {
-          if constexpr (lane_shape<Traits>(1).rows > 0) {
-            return launch_mmvq_lane_as<Traits, Act, 1>(a, stream);
-          } else if (launch_mmvq_int8_as<Traits, Act, 1>(a, stream)) {
-            return;
-          }
+          if constexpr (lane_shape<Traits>(1).rows > 0)
+            if (launch_mmvq_lane_as<Traits, Act, 1>(a, stream)) return;
+          if (launch_mmvq_int8_as<Traits, Act, 1>(a, stream)) return;
         } else if (a.m == 2) {
-          if constexpr (lane_shape<Traits>(2).rows > 0) {
-            return launch_mmvq_lane_as<Traits, Act, 2>(a, stream);
-          } else if (launch_mmvq_int8_as<Traits, Act, 2>(a, stream)) {
-            return;
-          }
+          if constexpr (lane_shape<Traits>(2).rows > 0)
+            if (launch_mmvq_lane_as<Traits, Act, 2>(a, stream)) return;
+          if (launch_mmvq_int8_as<Traits, Act, 2>(a, stream)) return;
         } else if (a.m <= 4 ? launch_mmvq_int8_as<Traits, Act, 4>(a, stream)
                             : launch_mmvq_int8_as<Traits, Act, 8>(a, stream)) {
           return;

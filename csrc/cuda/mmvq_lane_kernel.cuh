@@ -2,71 +2,83 @@
 //
 // With one or two tokens the tensor-core MMVQ (mmvq_int8_kernel.cuh) spends most of its
 // instructions moving weights through shared memory and filling mma columns that the tokens leave
-// empty; the decode is the only work they need. Here a block works on kRows rows at a time over
-// the whole K, and thread i of the block takes sub-blocks i, i + T, i + 2T, ... (T threads) of
-// each of those rows: it decodes the sub-block's four int8 groups straight from global memory with
-// the format's decode_i8 (every weight byte is read by one thread; a warp's loads cover a
-// contiguous run of the row), multiplies them with dp4a against each token's codes from the int8
-// prologue (the quantization and I8Order of the tensor-core kernel), and scales the sub-block's
-// int32 sums once (twice for formats with 16-weight scales). A sub-block's activations are loaded
-// once for the kRows rows. The block then sums its threads' partial sums in a fixed order.
+// empty; the decode is the only work they need. Here a team of one or two warps works on one or
+// two rows at a time over the whole K (lane_shape, per format): thread i of the team takes
+// sub-blocks i, i + T, ... (T threads) and decodes each one's four int8 groups straight from
+// global memory with the format's decode_i8 (every weight byte is read by one thread; a warp's
+// loads of a round cover a contiguous run of the row), multiplies them with dp4a against each
+// token's activation codes (loaded once for the team's rows), and scales the sub-block's int32
+// sums once (twice for formats with 16-weight scales). A team's warps then sum by shuffles and,
+// for two-warp teams, through shared memory behind the team's own named barrier, in a fixed order.
 //
-// The grid is one wave: block b takes row groups b, b + gridDim.x, ..., so the codebook table is
-// built once per block, and the first lines of its next group start into L2 while it works.
-// Rows per group and warps per block are chosen per format (lane_shape, measured).
+// The activations are quantized inside the kernel: each block quantizes all of them (the int8
+// form of int8_activations.cuh) into its shared memory before its warps start, which costs one
+// L2 read of the activations per block instead of a second kernel whose completion the MMVQ
+// kernel would wait for (1.5 us at M = 1, 2 even with a programmatic launch; NOTES.md). The grid
+// is one block per SM (1024 threads at 64 registers fill its register file), so the activations
+// and the codebook table are built once per SM; team t of block b takes row groups
+// b * teams + t, then every gridDim.x * teams further.
 #pragma once
 
+#include "cuda/int8_activations.cuh"
 #include "cuda/mmvq_kernel.cuh"
 
 namespace lowbit::cuda_detail {
 
-// How the lane kernel runs a format for `tokens` tokens: rows per group and the most warps per
-// block, or rows == 0 where the tensor-core kernel is faster. Measured on the H200 at N = 4096,
-// K = 14336 (benchmarks/NOTES.md, "dp4a lanes, one wave"): two rows in blocks of at most four
-// warps (K = 14336: two warps, 16 blocks per SM) suit the nibble formats, IQ2_XXS, IQ2_XS,
-// IQ3_XXS and Q8_0; four rows in blocks of up to eight warps the IQ1 and IQ2_S grids, whose
-// shared-memory tables are then built by fewer blocks, and the formats not measured apart (Q5_0,
-// MXFP4_SPLIT). IQ3_S (four scattered parts per sub-block) stays on tensor cores; at two tokens
-// so do the IQ3 formats, MXFP4, MXFP4_SPLIT and the legacy types.
+// How the lane kernel runs a format for `tokens` tokens: a team of team_warps warps works on
+// `rows` rows at a time, splitting K (thread i of the team takes sub-blocks i, i + 32 team_warps,
+// ...); with `pairs` a thread takes two sub-blocks per step so that their loads are in flight
+// together. rows == 0: the tensor-core kernel is faster there. Measured on the H200 at N = 4096,
+// K = 14336 (benchmarks/NOTES.md, "dp4a lanes with the activations quantized in the kernel"):
+// two rows per team of two warps for every format but IQ4_XS at one token (one row per warp, in
+// pairs); IQ3_S and Q8_0 at two tokens stay on tensor cores.
 struct LaneShape {
   int rows;
-  int max_warps;
+  int team_warps;
+  bool pairs;
 };
 
 template <class Traits>
 constexpr LaneShape lane_shape(int tokens) {
   constexpr QuantType t = Traits::kType;
-  constexpr bool nibbles = t == QuantType::IQ4_XS || t == QuantType::IQ4_NL;
+  constexpr bool grids = t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ2_S ||
+                         t == QuantType::IQ1_S || t == QuantType::IQ1_M;
   if (tokens == 1) {
-    if (t == QuantType::IQ3_S) return {0, 0};
-    if (nibbles || t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ3_XXS ||
-        t == QuantType::MXFP4 || t == QuantType::Q8_0)
-      return {2, 4};
-    return {4, 8};
+    if (t == QuantType::IQ4_XS) return {1, 1, true};
+    return {2, 2, grids};
   }
   if (tokens == 2) {
-    if (nibbles) return {2, 4};
-    if (t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ2_S || t == QuantType::IQ1_S ||
-        t == QuantType::IQ1_M)
-      return {4, 8};
+    if (t == QuantType::IQ3_S || t == QuantType::Q8_0) return {0, 0, false};
+    return {2, 2, t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS};
   }
-  return {0, 0};
+  return {0, 0, false};
 }
 
-template <class Traits, int kRowsPerGroup>
+inline constexpr int kLaneBlockWarps = 32;  // __launch_bounds__: one block of 1024 threads at 64 registers
+
+template <class Traits>
 struct MmvqLaneTiling {
   static_assert(Traits::kI8ScaleElems == 32 || Traits::kI8Order == I8Order::kContiguous,
                 "16-weight scales: groups 0, 1 of a sub-block are its first 16 weights");
-  static constexpr int kRows = kRowsPerGroup;  // rows a block works on at a time
-  // the launch bound (256 threads at 64 registers), whatever a shape's own warp limit
-  static constexpr int kMaxWarps = 8;
   static constexpr int kSubsPerBlock = Traits::kBlockElems / 32;
-  static_assert(32 % kSubsPerBlock == 0, "a thread keeps its sub-block of the format block across rounds");
+  static_assert(32 % kSubsPerBlock == 0, "a lane keeps its sub-block of the format block across rounds");
   static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;  // 1, or 2 (16-weight scales)
   static constexpr int kTableBytes = kInt8TableBytes<Traits>;       // whole 16-byte words
-  // the table, then two sets of the warps' partial sums (alternate row groups)
-  static constexpr int smem_bytes(int warps, int tokens) { return kTableBytes + 2 * warps * kRows * tokens * 4; }
+  // format blocks a warp's round advances by
+  static constexpr int64_t kStepBytes = 32 / kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
+  // The table, then the activation codes [tokens][K] (each sub-block's two 16-byte halves swapped
+  // in every other run of four sub-blocks, so that eight lanes' 16-byte reads of consecutive
+  // sub-blocks meet 32 distinct banks), then their scales [K / 32][tokens].
+  // Last, the partial sums of teams of several warps (two sets each).
+  static constexpr int64_t smem_bytes(int64_t k, int tokens, int teams, int team_warps, int sums) {
+    return kTableBytes + tokens * k + k / 32 * tokens * 4 + (team_warps > 1 ? teams * 2 * team_warps * sums * 4 : 0);
+  }
 };
+
+// Byte offset of the 16-byte half `half` of sub-block j in a token's codes (see MmvqLaneTiling).
+__device__ __forceinline__ int lane_code_offset(int j, int half) {
+  return 32 * j + 16 * (half ^ ((j >> 2) & 1));
+}
 
 __device__ __forceinline__ int dp4a(uint32_t a, uint32_t b, int c) {
   return __dp4a(static_cast<int>(a), static_cast<int>(b), c);
@@ -98,78 +110,124 @@ __device__ __forceinline__ float warp_sum_spread(float (&v)[kN], int lane, int& 
   return s;
 }
 
-// kTokens: 1 or 2 tokens. Launched with M = kTokens; tokens from a.m up would read and store
-// nothing (the workspace holds M tokens).
-template <class Traits, class Act, int kTokens, int kRows>
-__global__ void __launch_bounds__(32 * MmvqLaneTiling<Traits, kRows>::kMaxWarps, 4) mmvq_lane_kernel(MmvqArgs a) {
-  using Tl = MmvqLaneTiling<Traits, kRows>;
+// The block quantizes the kTokens tokens' activations into `codes` / `scales` (layout of
+// MmvqLaneTiling); thread items are (token, int8 group), whole sub-blocks per four lanes.
+template <class Act, I8Order kOrder, int kTokens>
+__device__ __forceinline__ void quantize_into_shared(const MmvqArgs& a, uint8_t* codes, float* scales) {
+  const int groups = static_cast<int>(a.k / 8);
+  const int items = kTokens * groups;  // a multiple of 4
+  for (int base = 0; base < items; base += blockDim.x) {
+    const int i = base + static_cast<int>(threadIdx.x);
+    const bool active = i < items;  // whole warps run quantize8 (it shuffles within quads)
+    const int token = active ? i / groups : 0;
+    const int group = active ? i - token * groups : 0;
+    float v[8] = {};
+    if (active) load_i8_group<Act, kOrder>(a, token, group, v);
+    uint32_t q[2];
+    const float d = quantize8(v, q);
+    if (active) {
+      const int j = group >> 2, t = group & 3;
+      *reinterpret_cast<uint2*>(codes + token * a.k + lane_code_offset(j, t >> 1) + 8 * (t & 1)) =
+          make_uint2(q[0], q[1]);
+      if (t == 0) scales[j * kTokens + token] = d;
+    }
+  }
+}
+
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// kTokens (1 or 2) == M; the shape is lane_shape<Traits>(kTokens).
+template <class Traits, class Act, int kTokens>
+__global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(MmvqArgs a) {
+  using Tl = MmvqLaneTiling<Traits>;
+  constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
+  constexpr int kRows = kShape.rows, kTeamWarps = kShape.team_warps;
+  static_assert(
+      kRows > 0 && kLaneBlockWarps % kTeamWarps == 0 && (kTeamWarps == 1 || kLaneBlockWarps / kTeamWarps <= 16),
+      "a named barrier per team");
   constexpr int kSums = kRows * kTokens;  // acc[r * kTokens + m]
+  constexpr int kTeamThreads = 32 * kTeamWarps;
+  constexpr int64_t kStep = Tl::kStepBytes * kTeamWarps;  // a thread's row bytes per round
   extern __shared__ __align__(16) uint8_t smem[];
-  float* const partials = reinterpret_cast<float*>(smem + Tl::kTableBytes);
-  const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const unsigned threads = blockDim.x, warps = threads / 32;
-  const unsigned subs = static_cast<unsigned>(a.k / 32);
+  uint8_t* const codes = smem + Tl::kTableBytes;
+  float* const code_scales = reinterpret_cast<float*>(codes + kTokens * a.k);
+  float* const partials = code_scales + a.k / 32 * kTokens;  // [team][parity][member][kSums]
+  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  const int team = warp / kTeamWarps, member = warp % kTeamWarps;
+  const int tid = member * 32 + lane;  // thread in the team
+  const int teams = static_cast<int>(blockDim.x >> 5) / kTeamWarps;
+  const int subs = static_cast<int>(a.k / 32);
   const int64_t groups = (a.n + kRows - 1) / kRows;
-  // This thread's sub-blocks: j = threadIdx.x + i * threads, always sub-block `sub` of a format
-  // block (threads is a multiple of 32), the blocks `step_bytes` apart.
-  const int sub = static_cast<int>(threadIdx.x % Tl::kSubsPerBlock);
-  const int64_t first_byte = threadIdx.x / Tl::kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
-  const int64_t step_bytes = threads / Tl::kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
+  const int64_t group_step = static_cast<int64_t>(gridDim.x) * teams;
+  int64_t group = static_cast<int64_t>(blockIdx.x) * teams + team;
+  // This thread's sub-blocks j = tid + kTeamThreads i: always sub-block `sub` of a format block,
+  // the blocks kStep apart.
+  const int sub = tid % Tl::kSubsPerBlock;
+  const int64_t thread_byte = tid / Tl::kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
+  const int sub_byte = sub * (Traits::kBlockBytes / Tl::kSubsPerBlock);  // about where its bytes start
   // rows past N (the last group only) read row 0 and are never stored
-  auto row_of = [&](int64_t group, int r) {
-    const int64_t row = group * kRows + r;
+  auto row_of = [&](int64_t g, int r) {
+    const int64_t row = g * kRows + r;
     return row < a.n ? row : int64_t{0};
   };
-  auto prefetch_group = [&](int64_t group) {
-    if (group < groups && threadIdx.x < subs) {
-#pragma unroll
-      for (int r = 0; r < kRows; ++r)
-        prefetch_l2(a.w + row_of(group, r) * a.w_row_stride + first_byte +
-                    sub * (Traits::kBlockBytes / Tl::kSubsPerBlock));
-    }
-  };
-  prefetch_group(blockIdx.x);  // while the block builds its table and the prologue finishes
-  const Codebooks cb = int8_codebooks<Traits>(smem);
-  __syncthreads();
-  pdl_wait_for_primary();
-
-  int parity = 0;
-  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x, parity ^= 1) {
-    prefetch_group(group + gridDim.x);
-    const uint8_t* rows[kRows];
-    const uint8_t* split_scales[kRows];
+  // Starts rounds [0, count) of group g's rows into L2.
+  auto prefetch_group = [&](int64_t g, int count) {
+    if (g >= groups) return;
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      rows[r] = a.w + row_of(group, r) * a.w_row_stride + first_byte;
-      if constexpr (Traits::kSplitScales)
-        split_scales[r] = a.scales + row_of(group, r) * a.scale_row_stride + threadIdx.x;
+      const uint8_t* p = a.w + row_of(g, r) * a.w_row_stride + thread_byte + sub_byte;
+      for (int i = 0, j = tid; i < count && j < subs; ++i, j += kTeamThreads, p += kStep) prefetch_l2(p);
     }
-    const uint8_t* xq = a.xq + 32 * threadIdx.x;
-    const float* xs = a.xs + 8 * threadIdx.x;
+  };
+  // The next kernel in the stream may take this SM as soon as this block leaves it; it reads
+  // nothing this kernel writes before its own wait (programmatic launches, sm_90).
+  pdl_launch_dependents();
+  // Weights and the codebook table do not depend on the kernel before (the activations and the
+  // output may): they start while it finishes.
+  prefetch_group(group, 1);
+  const Codebooks cb = int8_codebooks<Traits>(smem);
+  pdl_wait_for_primary();
+  quantize_into_shared<Act, Traits::kI8Order, kTokens>(a, codes, code_scales);
+  __syncthreads();
+
+  const int lo_half = lane_code_offset(tid, 0), hi_half = lane_code_offset(tid, 1);
+  for (int parity = 0; group < groups; group += group_step, parity ^= 1) {
+    prefetch_group(group + group_step, 1);
+    const uint8_t* w[kRows];
+    const uint8_t* split_scale[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      w[r] = a.w + row_of(group, r) * a.w_row_stride + thread_byte;
+      split_scale[r] = Traits::kSplitScales ? a.scales + row_of(group, r) * a.scale_row_stride + tid : nullptr;
+    }
+    const uint8_t* lo = codes + lo_half;
+    const uint8_t* hi = codes + hi_half;
     float acc[kSums] = {};
-    for (unsigned j = threadIdx.x; j < subs; j += threads) {
+    // sub-block j of the rows, `step` rounds past w / split_scale / lo / hi
+    auto add_sub_block = [&](int j, int step) {
       // the sub-block's activation codes (words 2t, 2t + 1: group t) and scale, per token
       uint32_t x[kTokens][8];
       float x_scale[kTokens];
 #pragma unroll
       for (int m = 0; m < kTokens; ++m) {
-        if (m == 0 || m < a.m) {
-          const uint4* src = reinterpret_cast<const uint4*>(xq + m * a.k);
-          const uint4 lo = src[0], hi = src[1];
-          x[m][0] = lo.x, x[m][1] = lo.y, x[m][2] = lo.z, x[m][3] = lo.w;
-          x[m][4] = hi.x, x[m][5] = hi.y, x[m][6] = hi.z, x[m][7] = hi.w;
-          x_scale[m] = xs[m];
-        } else {
-#pragma unroll
-          for (int w = 0; w < 8; ++w) x[m][w] = 0;
-          x_scale[m] = 0.0f;
-        }
+        const uint4 l = *reinterpret_cast<const uint4*>(lo + step * 32 * kTeamThreads + m * a.k);
+        const uint4 h = *reinterpret_cast<const uint4*>(hi + step * 32 * kTeamThreads + m * a.k);
+        x[m][0] = l.x, x[m][1] = l.y, x[m][2] = l.z, x[m][3] = l.w;
+        x[m][4] = h.x, x[m][5] = h.y, x[m][6] = h.z, x[m][7] = h.w;
+      }
+      if constexpr (kTokens == 2) {
+        const float2 s = *reinterpret_cast<const float2*>(code_scales + 2 * j);
+        x_scale[0] = s.x, x_scale[1] = s.y;
+      } else {
+        x_scale[0] = code_scales[j];
       }
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         uint8_t split = 0;
-        if constexpr (Traits::kSplitScales) split = *split_scales[r];
-        const BlockRef b{rows[r], split};
+        if constexpr (Traits::kSplitScales) split = split_scale[r][step * kTeamThreads];
+        const BlockRef b{w[r] + step * kStep, split};
         int sum[kTokens][Tl::kScalesPerSub] = {};
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
@@ -186,40 +244,59 @@ __global__ void __launch_bounds__(32 * MmvqLaneTiling<Traits, kRows>::kMaxWarps,
           for (int m = 0; m < kTokens; ++m)
             acc[r * kTokens + m] = fmaf(static_cast<float>(sum[m][h]), ws * x_scale[m], acc[r * kTokens + m]);
         }
-        rows[r] += step_bytes;
-        if constexpr (Traits::kSplitScales) split_scales[r] += threads;
       }
-      xq += 32 * threads;
-      xs += 8 * threads;
+    };
+    auto advance = [&](int rounds) {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        w[r] += rounds * kStep;
+        if constexpr (Traits::kSplitScales) split_scale[r] += rounds * kTeamThreads;
+      }
+      lo += rounds * 32 * kTeamThreads;
+      hi += rounds * 32 * kTeamThreads;
+    };
+    int j = tid;
+    if constexpr (kShape.pairs) {
+#pragma unroll 1
+      for (; j + kTeamThreads < subs; j += 2 * kTeamThreads) {
+        if (j + kTeamThreads < subs)
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte);
+        add_sub_block(j, 0);
+        add_sub_block(j + kTeamThreads, 1);
+        advance(2);
+      }
+    }
+#pragma unroll 1
+    for (; j < subs; j += kTeamThreads) {
+      if (j + kTeamThreads < subs)  // the next round's lines start into L2
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte);
+      add_sub_block(j, 0);
+      advance(1);
     }
 
-    // partial sums alternate between two sets, so that one barrier per group orders this group's
-    // writes after the reads of the group before
-    float* const partial = partials + parity * warps * kSums;
     int index;
-    const float s = warp_sum_spread(acc, static_cast<int>(lane), index);
-    if (lane < kSums) partial[warp * kSums + index] = s;  // lanes >= kSums repeat these sums
-    __syncthreads();
-    if (threadIdx.x < kSums) {
-      const int r = threadIdx.x / kTokens, m = threadIdx.x % kTokens;
-      float total = 0.0f;
-      for (unsigned w = 0; w < warps; ++w) total += partial[w * kSums + threadIdx.x];
-      const int64_t row = group * kRows + r;
-      if (row < a.n && m < a.m) static_cast<Act*>(a.y)[m * a.y_row_stride + row] = from_float<Act>(total);
+    const float s = warp_sum_spread(acc, lane, index);
+    float total = s;
+    bool store = lane < kSums;  // lanes >= kSums repeat these sums
+    if constexpr (kTeamWarps > 1) {
+      // partial sums alternate between two sets, so that one barrier per group orders this
+      // group's writes after the reads of the group before
+      float* const partial = partials + (team * 2 + parity) * kTeamWarps * kSums;
+      if (lane < kSums) partial[member * kSums + index] = s;
+      // barrier `team` (0..15): barrier 0's use by the whole block at the start has completed
+      named_barrier(team, kTeamThreads);
+      store = member == 0 && lane < kSums;
+      if (store) {
+        total = 0.0f;
+#pragma unroll
+        for (int w2 = 0; w2 < kTeamWarps; ++w2) total += partial[w2 * kSums + index];
+      }
     }
+    const int64_t row = group * kRows + index / kTokens;
+    if (store && row < a.n) static_cast<Act*>(a.y)[(index % kTokens) * a.y_row_stride + row] = from_float<Act>(total);
   }
-}
-
-// Warps per block for K = 32 * subs: the fewest thread slots that cover the sub-blocks (threads
-// of the last round idle), and among equals the most warps (fewer rounds per thread).
-inline int lane_warps_for(int64_t subs, int max_warps) {
-  int best = 1;
-  int64_t best_slots = (subs + 31) / 32 * 32;
-  for (int w = 2; w <= max_warps; ++w) {
-    const int64_t per_round = 32 * w, slots = (subs + per_round - 1) / per_round * per_round;
-    if (slots <= best_slots) best = w, best_slots = slots;
-  }
-  return best;
 }
 
 }  // namespace lowbit::cuda_detail

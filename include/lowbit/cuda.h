@@ -26,13 +26,15 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
 // x: [M, K] (row stride x_row_stride elements) in x_type; y: [M, N] in the same type; float32
 // accumulation; `math` picks the arithmetic (lowbit/dispatch.h). Requires w.data and x 16-byte
 // aligned, x_row_stride a multiple of 8.
-// The int8 arithmetic first quantizes the activations once (a small kernel) into a workspace of
-// mmvq_workspace_bytes(t, m, k, math) bytes (0 when the call runs bf16): pass 16-byte aligned
+// The int8 arithmetic quantizes the activations once: inside the MMVQ kernel for one or two
+// tokens where they fit a block's shared memory, else by a small kernel into a workspace of
+// mmvq_workspace_bytes(t, m, k, math) bytes (0 when the call runs bf16; sized for the second
+// case whichever runs): pass 16-byte aligned
 // device memory of that size, or nullptr to have the call take it stream-ordered from the
 // device's default memory pool (cudaMallocAsync / cudaFreeAsync, CUDA-graph capturable).
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
-          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream,
-          MmvqMath math = MmvqMath::kAuto, void* workspace = nullptr, size_t workspace_bytes = 0);
+          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math = MmvqMath::kAuto,
+          void* workspace = nullptr, size_t workspace_bytes = 0);
 
 size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math = MmvqMath::kAuto);
 

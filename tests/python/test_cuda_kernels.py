@@ -129,14 +129,14 @@ def test_int8_mmvq_equals_its_arithmetic(qtype: QuantType, rng: np.random.Genera
 
 @pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ1_S, QuantType.MXFP4_SPLIT], ids=lambda t: t.type_name)
 def test_few_token_mmvq_over_many_row_groups(qtype: QuantType, rng: np.random.Generator) -> None:
-    """A weight tall enough that every block of the one-wave dp4a kernel takes at least three row
-    groups in turn (its partial-sum sets reused), with a row tail and a last round of sub-blocks
-    that leaves threads idle: K = 4352 is 136 sub-blocks. M = 1 runs there for all three types,
-    M = 2 for IQ4_XS and IQ1_S (MXFP4_SPLIT then takes the tensor-core kernel)."""
+    """A weight tall enough that every team of the dp4a kernel (one block per SM, 32 warps) takes
+    at least three row groups in turn (its partial-sum sets reused), with a row tail and a last
+    round of sub-blocks that leaves threads idle: K = 4352 is 136 sub-blocks. M = 1 and 2 run
+    there for all three types."""
     dev = device()
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
-    # the most blocks one wave can hold: 32 per SM (one-warp blocks), two rows per group
-    n, k = 3 * 2 * 32 * sms + 3, 4352
+    # rows one pass of the grid covers: 32 one-row warps or 16 two-row teams per SM
+    n, k = 3 * 32 * sms + 3, 4352
     w, s = random_weight(qtype, n, k, rng)
     wf = lowbit.dequantize(w, qtype, scales=s).double()
     wd, sd = w.to(dev), None if s is None else s.to(dev)
@@ -145,6 +145,25 @@ def test_few_token_mmvq_over_many_row_groups(qtype: QuantType, rng: np.random.Ge
         ref = q8_activations(x[:m]) @ wf.T
         xd = x[:m].to(dev)
         y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd, math="int8"), (m, n), torch.float32)
+        err = rel_err(y, ref)
+        assert err < 2e-5, f"{qtype.type_name} M={m}: rel err {err:.3g}"
+
+
+@pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ2_XXS], ids=lambda t: t.type_name)
+def test_few_token_mmvq_with_activations_beyond_shared_memory(qtype: QuantType, rng: np.random.Generator) -> None:
+    """K = 131072: one token's int8 activations (147 KB with their scales) fit a block's shared
+    memory and the dp4a kernel runs; two tokens' (294 KB) do not, and the tensor-core kernel
+    takes the call. Both match the exact int8 arithmetic."""
+    dev = device()
+    n, k = 67, 131072
+    w, s = random_weight(qtype, n, k, rng)
+    wf = lowbit.dequantize(w, qtype, scales=s).double()
+    wd = w.to(dev)
+    x = torch.from_numpy(rng.standard_normal((2, k)).astype(np.float32))
+    for m in (1, 2):
+        ref = q8_activations(x[:m]) @ wf.T
+        xd = x[:m].to(dev)
+        y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), math="int8"), (m, n), torch.float32)
         err = rel_err(y, ref)
         assert err < 2e-5, f"{qtype.type_name} M={m}: rel err {err:.3g}"
 
