@@ -30,8 +30,8 @@ namespace lowbit::cuda_detail {
 // ...); with `pairs` a thread takes two sub-blocks per step so that their loads are in flight
 // together. rows == 0: the tensor-core kernel is faster there. Measured on the H200 at N = 4096,
 // K = 14336 (benchmarks/NOTES.md, "dp4a lanes with the activations quantized in the kernel"):
-// two rows per team of two warps for every format but IQ4_XS at one token (one row per warp, in
-// pairs); IQ3_S and Q8_0 at two tokens stay on tensor cores.
+// two rows per team of two warps for every format but IQ4_XS at one token (one row per warp), in
+// pairs for the grid formats; IQ3_S and Q8_0 at two tokens stay on tensor cores.
 struct LaneShape {
   int rows;
   int team_warps;
@@ -41,8 +41,9 @@ struct LaneShape {
 template <class Traits>
 constexpr LaneShape lane_shape(int tokens) {
   constexpr QuantType t = Traits::kType;
+  // (IQ3_XXS: without pairs ptxas spills 128 bytes in the loop, 26.7 us against 18)
   constexpr bool grids = t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ2_S ||
-                         t == QuantType::IQ1_S || t == QuantType::IQ1_M;
+                         t == QuantType::IQ1_S || t == QuantType::IQ1_M || t == QuantType::IQ3_XXS;
   if (tokens == 1) {
     if (t == QuantType::IQ4_XS) return {1, 1, true};
     return {2, 2, grids};
