@@ -278,19 +278,6 @@ bool launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
   return true;
 }
 
-// Blocks of kKernel that fit on one SM with `threads` threads and this shared memory.
-template <auto kKernel>
-int resident_blocks(int threads, int64_t smem) {
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, threads, static_cast<size_t>(smem)) !=
-          cudaSuccess ||
-      per_sm < 1) {
-    cudaGetLastError();
-    per_sm = 1;
-  }
-  return per_sm;
-}
-
 // The dp4a MMVQ of kTokens tokens (mmvq_lane_kernel.cuh): one block per SM (fewer where the row
 // groups are fewer); false (nothing launched) when a block's shared memory cannot hold the
 // activations.
@@ -310,9 +297,11 @@ bool launch_mmvq_lane_as(const MmvqArgs& a, cudaStream_t stream) {
   const int64_t smem = Tl::smem_bytes(a.k, kTokens, static_cast<int>(teams), kShape.team_warps, kShape.rows * kTokens);
   if (smem > limits.shared_per_block_optin) return false;
   configure_shared_memory(reinterpret_cast<const void*>(kernel), limits.shared_per_block_optin);
-  const int64_t wave = resident_blocks<kernel>(threads, smem) * sms;
+  // Blocks beyond one per SM would wait for a second wave (teams then loop over the groups): with
+  // fewer teams than the most a block takes, the blocks are fewer than the SMs anyway, and with
+  // the most (1024 threads at 64 registers: a whole register file) one block fills an SM.
   const int64_t need = (groups + teams - 1) / teams;
-  launch_programmatic<kernel>(static_cast<unsigned>(need < wave ? need : wave), threads, static_cast<int>(smem), stream,
+  launch_programmatic<kernel>(static_cast<unsigned>(need < sms ? need : sms), threads, static_cast<int>(smem), stream,
                               "mmvq (int8 lanes)", a);
   return true;
 }
