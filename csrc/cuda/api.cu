@@ -144,6 +144,14 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
                " and a multiple of 8 elements");
   LOWBIT_CHECK(y_row_stride >= n, "y: row stride ", y_row_stride, " must be >= N = ", n);
   LOWBIT_CHECK(n < (int64_t{1} << 31) * 16, "w: N = ", n, " is too large");
+  {
+    // blocks of one kernel read x while others write y
+    const int64_t elem = x_type == FloatType::F32 ? 4 : 2;
+    const auto x_begin = reinterpret_cast<uintptr_t>(x), y_begin = reinterpret_cast<uintptr_t>(y);
+    const auto x_end = x_begin + static_cast<uintptr_t>(((m - 1) * x_row_stride + k) * elem);
+    const auto y_end = y_begin + static_cast<uintptr_t>(((m - 1) * y_row_stride + n) * elem);
+    LOWBIT_CHECK(n == 0 || y_end <= x_begin || x_end <= y_begin, "y: must not overlap x");
+  }
   const MmvqMath run = resolve_mmvq_math(t, m, math);
   const size_t need = mmvq_workspace_bytes(t, m, k, run);
   LOWBIT_CHECK(workspace == nullptr || workspace_bytes >= need, "workspace: ", workspace_bytes,

@@ -85,10 +85,10 @@ __device__ __forceinline__ void load_i8_group(const MmvqArgs& a, int token, int6
 // its codes at xq[token][8 * group]. Tokens M..7 write zero scales.
 template <class Act, I8Order kOrder>
 __global__ void __launch_bounds__(256) quantize_activations_kernel(MmvqArgs a, uint8_t* xq, float* xs) {
-  // The MMVQ kernel may start prefetching weights now; the activations may be the output of the
-  // kernel before (a programmatic launch too).
-  pdl_launch_dependents();
+  // The activations may be the output of the kernel before (this is a programmatic launch too);
+  // once that one has finished, the MMVQ kernel may start staging weights.
   pdl_wait_for_primary();
+  pdl_launch_dependents();
   const int64_t groups = a.k / 8;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool active = i < 8 * groups;  // whole quads: groups is a multiple of 4

@@ -30,8 +30,9 @@ namespace lowbit::cuda_detail {
 // ...); with `pairs` a thread takes two sub-blocks per step so that their loads are in flight
 // together. rows == 0: the tensor-core kernel is faster there. Measured on the H200 at N = 4096,
 // K = 14336 (benchmarks/NOTES.md, "dp4a lanes with the activations quantized in the kernel"):
-// two rows per team of two warps for every format but IQ4_XS at one token (one row per warp), in
-// pairs for the grid formats; IQ3_S and Q8_0 at two tokens stay on tensor cores.
+// two rows per team of two warps for every format but IQ4_XS at one token (one row per warp);
+// pairs for IQ4_XS and the grid formats at one token, IQ2_XXS and IQ2_XS at two; IQ3_S and Q8_0
+// at two tokens stay on tensor cores.
 struct LaneShape {
   int rows;
   int team_warps;
@@ -65,7 +66,7 @@ struct MmvqLaneTiling {
   static_assert(32 % kSubsPerBlock == 0, "a lane keeps its sub-block of the format block across rounds");
   static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;  // 1, or 2 (16-weight scales)
   static constexpr int kTableBytes = kInt8TableBytes<Traits>;       // whole 16-byte words
-  // format blocks a warp's round advances by
+  // bytes a warp's round advances its pointers by (whole format blocks)
   static constexpr int64_t kStepBytes = 32 / kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
   // The table, then the activation codes [tokens][K] (each sub-block's two 16-byte halves swapped
   // in every other run of four sub-blocks, so that eight lanes' 16-byte reads of consecutive
@@ -173,21 +174,18 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     const int64_t row = g * kRows + r;
     return row < a.n ? row : int64_t{0};
   };
-  // Starts rounds [0, count) of group g's rows into L2.
-  auto prefetch_group = [&](int64_t g, int count) {
-    if (g >= groups) return;
+  // Starts the first round of group g's rows into L2.
+  auto prefetch_group = [&](int64_t g) {
+    if (g >= groups || tid >= subs) return;
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const uint8_t* p = a.w + row_of(g, r) * a.w_row_stride + thread_byte + sub_byte;
-      for (int i = 0, j = tid; i < count && j < subs; ++i, j += kTeamThreads, p += kStep) prefetch_l2(p);
-    }
+    for (int r = 0; r < kRows; ++r) prefetch_l2(a.w + row_of(g, r) * a.w_row_stride + thread_byte + sub_byte);
   };
-  // The next kernel in the stream may take this SM as soon as this block leaves it; it reads
-  // nothing this kernel writes before its own wait (programmatic launches, sm_90).
+  // The next kernel in the stream may launch now (where SM space is free); it reads nothing this
+  // kernel writes before its own wait (programmatic launches, sm_90).
   pdl_launch_dependents();
   // Weights and the codebook table do not depend on the kernel before (the activations and the
   // output may): they start while it finishes.
-  prefetch_group(group, 1);
+  prefetch_group(group);
   const Codebooks cb = int8_codebooks<Traits>(smem);
   pdl_wait_for_primary();
   quantize_into_shared<Act, Traits::kI8Order, kTokens>(a, codes, code_scales);
@@ -195,7 +193,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
 
   const int lo_half = lane_code_offset(tid, 0), hi_half = lane_code_offset(tid, 1);
   for (int parity = 0; group < groups; group += group_step, parity ^= 1) {
-    prefetch_group(group + group_step, 1);
+    prefetch_group(group + group_step);
     const uint8_t* w[kRows];
     const uint8_t* split_scale[kRows];
 #pragma unroll
@@ -260,9 +258,10 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     if constexpr (kShape.pairs) {
 #pragma unroll 1
       for (; j + kTeamThreads < subs; j += 2 * kTeamThreads) {
-        if (j + kTeamThreads < subs)
+        // the pair's second sub-block into L2 ahead of its load (as measured; two rounds ahead,
+        // the next pair, not tried)
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte);
+        for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte);
         add_sub_block(j, 0);
         add_sub_block(j + kTeamThreads, 1);
         advance(2);

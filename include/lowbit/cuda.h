@@ -25,9 +25,12 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
 // y[m, n] = sum_k x[m, k] W[n, k] for m < M <= 16 tokens, in one pass over the weight.
 // x: [M, K] (row stride x_row_stride elements) in x_type; y: [M, N] in the same type; float32
 // accumulation; `math` picks the arithmetic (lowbit/dispatch.h). Requires w.data and x 16-byte
-// aligned, x_row_stride a multiple of 8.
+// aligned, x_row_stride a multiple of 8, y not overlapping x; the weight (and its scales) must
+// not be written by the kernel just before on the stream unless that kernel runs to its end
+// (the MMVQ kernels start reading weights while the kernel before them finishes, sm_90).
 // The int8 arithmetic quantizes the activations once: inside the MMVQ kernel for one or two
-// tokens where they fit a block's shared memory, else by a small kernel into a workspace of
+// tokens where the format runs the dp4a kernel there and they fit a block's shared memory, else
+// by a small kernel into a workspace of
 // mmvq_workspace_bytes(t, m, k, math) bytes (0 when the call runs bf16; sized for the second
 // case whichever runs): pass 16-byte aligned
 // device memory of that size, or nullptr to have the call take it stream-ordered from the

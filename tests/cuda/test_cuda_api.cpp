@@ -151,6 +151,15 @@ TEST(CudaApiErrors, NameTheArgument) {
               cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 9, 256, y, 4, nullptr, MmvqMath::kInt8);
             }).find("math: int8 MMVQ serves M <= 8"),
             std::string::npos);
+  EXPECT_NE(error_message([&] {
+              cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 2, 256, x + 300, 4, nullptr);
+            }).find("y: must not overlap x"),
+            std::string::npos);
+  EXPECT_EQ(error_message([&] {
+              cuda::mmvq(QuantType::IQ4_XS, v, 4, 256, x, FloatType::F32, 2, 256, x + 512, 4, nullptr, MmvqMath::kAuto,
+                         y, 100);
+            }).find("y: must not overlap x"),
+            std::string::npos);  // y just past x's two rows: the next check (workspace) speaks
   EXPECT_EQ(cuda::mmvq_workspace_bytes(QuantType::IQ4_XS, 2, 256), 256u + 2 * 256u);
   EXPECT_EQ(cuda::mmvq_workspace_bytes(QuantType::IQ4_XS, 2, 256, MmvqMath::kBf16), 0u);
   EXPECT_NE(error_message([&] {
