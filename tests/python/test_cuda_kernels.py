@@ -152,8 +152,8 @@ def test_few_token_mmvq_over_many_row_groups(qtype: QuantType, rng: np.random.Ge
 @pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ2_XXS], ids=lambda t: t.type_name)
 def test_few_token_mmvq_with_activations_beyond_shared_memory(qtype: QuantType, rng: np.random.Generator) -> None:
     """K = 131072: one token's int8 activations (147 KB with their scales) fit a block's shared
-    memory and the dp4a kernel runs; two tokens' (294 KB) do not, and the tensor-core kernel
-    takes the call. Both match the exact int8 arithmetic."""
+    memory on Hopper (227 KB) and the dp4a kernel runs; two tokens' (294 KB) fit nowhere, and the
+    tensor-core kernel takes the call. Both match the exact int8 arithmetic."""
     dev = device()
     n, k = 67, 131072
     w, s = random_weight(qtype, n, k, rng)
