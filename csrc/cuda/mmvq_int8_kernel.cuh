@@ -294,9 +294,10 @@ bool launch_mmvq_lane_as(const MmvqArgs& a, cudaStream_t stream) {
   int64_t teams = (groups + sms - 1) / sms;
   teams = teams < 1 ? 1 : (teams > kMaxTeams ? kMaxTeams : teams);
   const int threads = static_cast<int>(32 * kShape.team_warps * teams);
-  const int64_t smem = Tl::smem_bytes(a.k, kTokens, static_cast<int>(teams), kShape.team_warps, kShape.rows * kTokens);
+  const int64_t smem = Tl::template smem_bytes<kTokens>(a.k, static_cast<int>(teams));
   if (smem > limits.shared_per_block_optin) return false;
-  configure_shared_memory(reinterpret_cast<const void*>(kernel), limits.shared_per_block_optin);
+  // above the default 48 KB only: then whatever K a later call brings fits the one setting
+  if (smem > 48 * 1024) configure_shared_memory(reinterpret_cast<const void*>(kernel), limits.shared_per_block_optin);
   // Blocks beyond one per SM would wait for a second wave (teams then loop over the groups): with
   // fewer teams than the most a block takes, the blocks are fewer than the SMs anyway, and with
   // the most (1024 threads at 64 registers: a whole register file) one block fills an SM.

@@ -71,9 +71,12 @@ struct MmvqLaneTiling {
   // The table, then the activation codes [tokens][K] (each sub-block's two 16-byte halves swapped
   // in every other run of four sub-blocks, so that eight lanes' 16-byte reads of consecutive
   // sub-blocks meet 32 distinct banks), then their scales [K / 32][tokens].
-  // Last, the partial sums of teams of several warps (two sets each).
-  static constexpr int64_t smem_bytes(int64_t k, int tokens, int teams, int team_warps, int sums) {
-    return kTableBytes + tokens * k + k / 32 * tokens * 4 + (team_warps > 1 ? teams * 2 * team_warps * sums * 4 : 0);
+  // Last, the partial sums of teams of several warps (two sets each), for lane_shape(kTokens).
+  template <int kTokens>
+  static constexpr int64_t smem_bytes(int64_t k, int teams) {
+    constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
+    constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows * kTokens : 0;
+    return kTableBytes + kTokens * k + k / 32 * kTokens * 4 + teams * kPartials * 4;
   }
 };
 
