@@ -54,10 +54,12 @@ __device__ __forceinline__ void load4_f32(const Act* p, float* f) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       float2 h;
-      if constexpr (std::is_same_v<Act, __half>)
+      if constexpr (std::is_same_v<Act, __half>) {
         h = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-      else
-        h = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+      } else {  // a bf16 is the upper half of its float: one shift or mask each
+        h.x = __uint_as_float(w[i] << 16);
+        h.y = __uint_as_float(w[i] & 0xFFFF0000u);
+      }
       f[2 * i] = h.x, f[2 * i + 1] = h.y;
     }
   }
