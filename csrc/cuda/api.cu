@@ -129,15 +129,48 @@ size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math) {
   return static_cast<size_t>(cuda_detail::int8_activation_bytes(m, k));
 }
 
-void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
-          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math, void* workspace,
-          size_t workspace_bytes) {
-  check_weight(t, w, n, k, "mmvq");
+namespace {
+
+// The token count and arithmetic of an MMVQ call.
+void check_mmvq_math(QuantType t, int64_t m, MmvqMath math) {
   LOWBIT_CHECK(m >= 1 && m <= kMmvqMaxTokens, "x: MMVQ takes 1 to ", kMmvqMaxTokens, " tokens, got M = ", m);
   LOWBIT_CHECK(math == MmvqMath::kAuto || math == MmvqMath::kBf16 || math == MmvqMath::kInt8,
                "math: unknown MmvqMath value ", static_cast<int>(math));
   LOWBIT_CHECK(math != MmvqMath::kInt8 || mmvq_int8_supported(t, m), "math: int8 MMVQ serves M <= ", kMmvqInt8MaxTokens,
                " tokens of every type but mxfp8_e4m3; got ", type_name(t), " with M = ", m);
+}
+
+}  // namespace
+
+const char* mmvq_kernel_name(MmvqKernel kernel) {
+  switch (kernel) {
+    case MmvqKernel::kDp4a:
+      return "dp4a";
+    case MmvqKernel::kInt8TensorCores:
+      return "int8_tensor_cores";
+    case MmvqKernel::kBf16TensorCores:
+      return "bf16_tensor_cores";
+  }
+  return "unknown";
+}
+
+MmvqKernel mmvq_kernel(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math) {
+  weight_type_info(static_cast<int64_t>(t), "qtype");
+  row_bytes(t, k, "k");
+  LOWBIT_CHECK(n >= 0, "w: rows/N must be >= 0, got ", n);
+  check_mmvq_math(t, m, math);
+  MmvqKernel kernel = MmvqKernel::kBf16TensorCores;
+  visit_weight_type(t, [&](auto traits) {
+    kernel = cuda_detail::mmvq_kernel_for<decltype(traits)::kType>(n, k, m, resolve_mmvq_math(t, m, math));
+  });
+  return kernel;
+}
+
+void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
+          int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math, void* workspace,
+          size_t workspace_bytes) {
+  check_weight(t, w, n, k, "mmvq");
+  check_mmvq_math(t, m, math);
   LOWBIT_CHECK(x != nullptr && y != nullptr, "x/y: null pointer");
   LOWBIT_CHECK(aligned16(x), "x: must be 16-byte aligned");
   LOWBIT_CHECK(x_row_stride >= k && x_row_stride % 8 == 0, "x: row stride ", x_row_stride, " must be >= K = ", k,

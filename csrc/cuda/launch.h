@@ -51,10 +51,15 @@ void launch_dequant(const DequantArgs& a, FloatType out_type, cudaStream_t strea
 template <QuantType T>
 void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream);
 
+// The kernel launch_mmvq runs for these sizes on the current device (`math` resolved).
+template <QuantType T>
+cuda::MmvqKernel mmvq_kernel_for(int64_t n, int64_t k, int64_t m, MmvqMath math);
+
 // Instantiates every kernel launcher of weight type Name (in a kernels_<family>.cu).
-#define LOWBIT_INSTANTIATE_KERNELS(Name)                                                      \
-  template void launch_dequant<QuantType::Name>(const DequantArgs&, FloatType, cudaStream_t); \
-  template void launch_mmvq<QuantType::Name>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t);
+#define LOWBIT_INSTANTIATE_KERNELS(Name)                                                          \
+  template void launch_dequant<QuantType::Name>(const DequantArgs&, FloatType, cudaStream_t);     \
+  template void launch_mmvq<QuantType::Name>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t); \
+  template cuda::MmvqKernel mmvq_kernel_for<QuantType::Name>(int64_t, int64_t, int64_t, MmvqMath);
 
 // Throws lowbit::Error with the CUDA error string when a launch failed.
 void check_launch(const char* kernel);

@@ -256,81 +256,128 @@ void launch_int8_prologue(const MmvqArgs& a, cudaStream_t stream) {
                               a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
 }
 
-// Launches the prologue and the int8 MMVQ; false (nothing launched) when the device's shared
-// memory cannot hold one warp's ring, so that the caller runs the bf16 kernel.
+// Warps per tile of the int8 tensor-core MMVQ for K on this device: two blocks per SM where they
+// fit (the SM's memory less 1 KB per block), else one; 0 where not even one warp's ring fits.
+template <class Traits, int kMaxTokens>
+int int8_mma_warps(int64_t k, const DeviceLimits& limits) {
+  using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
+  const int warps = int8_warps_per_tile<Tl>(k, limits.shared_per_sm / 2 - 1024);
+  return warps >= 4 ? warps : int8_warps_per_tile<Tl>(k, limits.shared_per_block_optin);
+}
+
+// Launches the prologue and the int8 MMVQ (`warps` from int8_mma_warps, > 0).
 template <class Traits, class Act, int kMaxTokens>
-bool launch_mmvq_int8_as(const MmvqArgs& a, cudaStream_t stream) {
+void launch_mmvq_int8_as(const MmvqArgs& a, int warps, cudaStream_t stream) {
   using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
   static_assert(Traits::kI8ScaleElems == 32 || (Traits::kI8Order == I8Order::kContiguous && Tl::kBlocksPerUnit == 1),
                 "16-weight scales: lanes t < 2 must hold the first half of a sub-block of a 256-weight block");
   constexpr auto kernel = &mmvq_int8_kernel<Traits, Act, kMaxTokens>;
   const DeviceLimits& limits = current_device_limits();
-  // two blocks per SM where they fit (the SM's memory less 1 KB per block), else one
-  int warps = int8_warps_per_tile<Tl>(a.k, limits.shared_per_sm / 2 - 1024);
-  if (warps < 4) warps = int8_warps_per_tile<Tl>(a.k, limits.shared_per_block_optin);
-  if (warps == 0) return false;
   const int smem_max = Tl::smem_bytes(Tl::kMaxWarps) < limits.shared_per_block_optin ? Tl::smem_bytes(Tl::kMaxWarps)
                                                                                      : limits.shared_per_block_optin;
   configure_shared_memory(reinterpret_cast<const void*>(kernel), smem_max);  // once, for any warp count
   launch_int8_prologue<Traits, Act>(a, stream);
   launch_programmatic<kernel>(static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows), 32 * warps,
                               Tl::smem_bytes(warps), stream, "mmvq (int8)", a);
-  return true;
 }
 
-// The dp4a MMVQ of kTokens tokens (mmvq_lane_kernel.cuh): one block per SM (fewer where the row
-// groups are fewer); false (nothing launched) when a block's shared memory cannot hold the
-// activations.
-template <class Traits, class Act, int kTokens>
-bool launch_mmvq_lane_as(const MmvqArgs& a, cudaStream_t stream) {
+// The dp4a MMVQ's grid for N x K and kTokens tokens on this device: one block per SM (fewer where
+// the row groups are fewer), teams per block the fewest that cover the groups; fits is false
+// where a block's shared memory cannot hold the activations.
+struct LaneGrid {
+  bool fits;
+  unsigned blocks;
+  int threads;
+  int smem;
+};
+
+template <class Traits, int kTokens>
+LaneGrid lane_grid(int64_t n, int64_t k, const DeviceLimits& limits) {
   using Tl = MmvqLaneTiling<Traits>;
   constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
-  constexpr auto kernel = &mmvq_lane_kernel<Traits, Act, kTokens>;
   constexpr int kMaxTeams = kLaneBlockWarps / kShape.team_warps;
-  const DeviceLimits& limits = current_device_limits();
-  const int64_t groups = (a.n + kShape.rows - 1) / kShape.rows;
+  const int64_t groups = (n + kShape.rows - 1) / kShape.rows;
   const int64_t sms = limits.sms;
-  // teams per block: the fewest that cover the groups with one block per SM
   int64_t teams = (groups + sms - 1) / sms;
   teams = teams < 1 ? 1 : (teams > kMaxTeams ? kMaxTeams : teams);
-  const int threads = static_cast<int>(32 * kShape.team_warps * teams);
-  const int64_t smem = Tl::template smem_bytes<kTokens>(a.k, static_cast<int>(teams));
-  if (smem > limits.shared_per_block_optin) return false;
-  // above the default 48 KB only: then whatever K a later call brings fits the one setting
-  if (smem > 48 * 1024) configure_shared_memory(reinterpret_cast<const void*>(kernel), limits.shared_per_block_optin);
+  const int64_t smem = Tl::template smem_bytes<kTokens>(k, static_cast<int>(teams));
   // Blocks beyond one per SM would wait for a second wave (teams then loop over the groups): with
   // fewer teams than the most a block takes, the blocks are fewer than the SMs anyway, and with
   // the most (1024 threads at 64 registers: a whole register file) one block fills an SM.
   const int64_t need = (groups + teams - 1) / teams;
-  launch_programmatic<kernel>(static_cast<unsigned>(need < sms ? need : sms), threads, static_cast<int>(smem), stream,
-                              "mmvq (int8 lanes)", a);
-  return true;
+  return {smem <= limits.shared_per_block_optin, static_cast<unsigned>(need < sms ? need : sms),
+          static_cast<int>(32 * kShape.team_warps * teams), static_cast<int>(smem)};
 }
 
-// The MMVQ entry of one weight type: where the format has an int8 form (and bf16 is not asked
-// for), dp4a lanes at M = 1 and 2 where lane_shape says they are faster and the activations fit
-// a block's shared memory, int8 tensor cores up to M = 8 otherwise; bf16 tensor cores beyond
-// (and for MXFP8).
+template <class Traits, class Act, int kTokens>
+void launch_mmvq_lane_as(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t stream) {
+  constexpr auto kernel = &mmvq_lane_kernel<Traits, Act, kTokens>;
+  // above the default 48 KB only: then whatever K a later call brings fits the one setting
+  if (grid.smem > 48 * 1024)
+    configure_shared_memory(reinterpret_cast<const void*>(kernel), current_device_limits().shared_per_block_optin);
+  launch_programmatic<kernel>(grid.blocks, grid.threads, grid.smem, stream, "mmvq (int8 lanes)", a);
+}
+
+// Which MMVQ kernel serves one weight type, and its launch shape: where the format has an int8
+// form (and `math`, already resolved, is not bf16), dp4a lanes at M = 1 and 2 where lane_shape
+// says they are faster and the activations fit a block's shared memory, int8 tensor cores up to
+// M = 8 where a warp's ring fits; bf16 tensor cores otherwise (and for MXFP8, and beyond 8 tokens).
+struct MmvqPlan {
+  cuda::MmvqKernel kernel = cuda::MmvqKernel::kBf16TensorCores;
+  LaneGrid lanes{};
+  int int8_warps = 0;
+};
+
+template <QuantType T>
+MmvqPlan plan_mmvq(int64_t n, int64_t k, int64_t m, MmvqMath math) {
+  using Traits = FormatTraits<T>;
+  MmvqPlan plan;
+  if constexpr (HasInt8<Traits>::value) {
+    static_assert(kMmvqInt8MaxTokens == 8, "token counts round up to 1, 2, 4 or 8");
+    if (math == MmvqMath::kBf16 || m > kMmvqInt8MaxTokens) return plan;
+    const DeviceLimits& limits = current_device_limits();
+    if (m == 1) {
+      if constexpr (lane_shape<Traits>(1).rows > 0) plan.lanes = lane_grid<Traits, 1>(n, k, limits);
+    } else if (m == 2) {
+      if constexpr (lane_shape<Traits>(2).rows > 0) plan.lanes = lane_grid<Traits, 2>(n, k, limits);
+    }
+    if (plan.lanes.fits) {
+      plan.kernel = cuda::MmvqKernel::kDp4a;
+      return plan;
+    }
+    plan.int8_warps = m == 1   ? int8_mma_warps<Traits, 1>(k, limits)
+                      : m == 2 ? int8_mma_warps<Traits, 2>(k, limits)
+                      : m <= 4 ? int8_mma_warps<Traits, 4>(k, limits)
+                               : int8_mma_warps<Traits, 8>(k, limits);
+    if (plan.int8_warps > 0) plan.kernel = cuda::MmvqKernel::kInt8TensorCores;
+  }
+  return plan;
+}
+
+template <QuantType T>
+cuda::MmvqKernel mmvq_kernel_for(int64_t n, int64_t k, int64_t m, MmvqMath math) {
+  return plan_mmvq<T>(n, k, m, math).kernel;
+}
+
+// The MMVQ entry of one weight type: runs the kernel plan_mmvq picks.
 template <QuantType T>
 void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream) {
   using Traits = FormatTraits<T>;
+  const MmvqPlan plan = plan_mmvq<T>(a.n, a.k, a.m, math);
   auto run = [&](auto act) {
     using Act = decltype(act);
     if constexpr (HasInt8<Traits>::value) {
-      static_assert(kMmvqInt8MaxTokens == 8, "token counts round up to 1, 2, 4 or 8");
-      if (math != MmvqMath::kBf16 && a.m <= kMmvqInt8MaxTokens) {
-        if (a.m == 1) {
-          if constexpr (lane_shape<Traits>(1).rows > 0)
-            if (launch_mmvq_lane_as<Traits, Act, 1>(a, stream)) return;
-          if (launch_mmvq_int8_as<Traits, Act, 1>(a, stream)) return;
-        } else if (a.m == 2) {
-          if constexpr (lane_shape<Traits>(2).rows > 0)
-            if (launch_mmvq_lane_as<Traits, Act, 2>(a, stream)) return;
-          if (launch_mmvq_int8_as<Traits, Act, 2>(a, stream)) return;
-        } else if (a.m <= 4 ? launch_mmvq_int8_as<Traits, Act, 4>(a, stream)
-                            : launch_mmvq_int8_as<Traits, Act, 8>(a, stream)) {
-          return;
-        }
+      if (plan.kernel == cuda::MmvqKernel::kDp4a) {
+        if constexpr (lane_shape<Traits>(1).rows > 0)
+          if (a.m == 1) return launch_mmvq_lane_as<Traits, Act, 1>(a, plan.lanes, stream);
+        if constexpr (lane_shape<Traits>(2).rows > 0)
+          if (a.m == 2) return launch_mmvq_lane_as<Traits, Act, 2>(a, plan.lanes, stream);
+      }
+      if (plan.kernel == cuda::MmvqKernel::kInt8TensorCores) {
+        if (a.m == 1) return launch_mmvq_int8_as<Traits, Act, 1>(a, plan.int8_warps, stream);
+        if (a.m == 2) return launch_mmvq_int8_as<Traits, Act, 2>(a, plan.int8_warps, stream);
+        if (a.m <= 4) return launch_mmvq_int8_as<Traits, Act, 4>(a, plan.int8_warps, stream);
+        return launch_mmvq_int8_as<Traits, Act, 8>(a, plan.int8_warps, stream);
       }
     }
     if (a.m <= 8) return launch_mmvq_tiles<Traits, 1, Act>(a, stream);

@@ -8,6 +8,12 @@
 #include "lowbit/error.h"
 #include "lowbit/quant_type.h"
 
+#if defined(LOWBIT_TORCH_CUDA)
+#include <cuda_runtime_api.h>
+
+#include "lowbit/cuda.h"
+#endif
+
 namespace py = pybind11;
 
 namespace {
@@ -82,10 +88,34 @@ py::tuple select_dense(int64_t qtype, int64_t m, int64_t n, int64_t k, int devic
   }
 }
 
+#if defined(LOWBIT_TORCH_CUDA)
+// The MMVQ kernel an M-token call on CUDA device `device_index` runs (lowbit::cuda::mmvq_kernel).
+std::string mmvq_kernel(int64_t qtype, int64_t m, int64_t n, int64_t k, int device_index) {
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device_index) != cudaSuccess) {
+    cudaGetLastError();
+    throw py::value_error("device: no CUDA device " + std::to_string(device_index));
+  }
+  struct Restore {
+    int device;
+    ~Restore() { cudaSetDevice(device); }
+  } restore{previous};
+  try {
+    const auto& info = lowbit::weight_type_info(qtype, "qtype");
+    return lowbit::cuda::mmvq_kernel_name(lowbit::cuda::mmvq_kernel(info.type, n, k, m));
+  } catch (const lowbit::Error& e) {
+    throw py::value_error(e.what());
+  }
+}
+#endif
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "lowbit's compiled core: torch ops (torch.ops.lowbit.*) and build facts";
   m.def("capabilities", &capabilities_dict, "What this build and machine can run, per type and kernel");
   m.def("select_dense", &select_dense, "The dense kernel the dispatcher picks, and why");
+#if defined(LOWBIT_TORCH_CUDA)
+  m.def("mmvq_kernel", &mmvq_kernel, "The MMVQ kernel a call of M tokens runs on a CUDA device");
+#endif
   m.def(
       "types",
       [] {

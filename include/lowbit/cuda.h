@@ -41,4 +41,15 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
 
 size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math = MmvqMath::kAuto);
 
+// The MMVQ kernels: dp4a lanes (one or two tokens, the activations quantized inside the kernel),
+// int8 tensor cores (up to 8 tokens, after a kernel that quantizes the activations), bf16
+// tensor cores (up to 16 tokens; MXFP8, math = kBf16, or where the others do not fit).
+enum class MmvqKernel : int { kDp4a = 0, kInt8TensorCores = 1, kBf16TensorCores = 2 };
+const char* mmvq_kernel_name(MmvqKernel kernel);  // "dp4a", "int8_tensor_cores", "bf16_tensor_cores"
+
+// The kernel mmvq(t, w, n, k, ..., m, ..., math) runs on the current device: the choice mmvq
+// makes by format, token count, arithmetic and the device's shared memory. Checks its arguments
+// as mmvq does.
+MmvqKernel mmvq_kernel(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math = MmvqMath::kAuto);
+
 }  // namespace lowbit::cuda

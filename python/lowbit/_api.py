@@ -163,10 +163,15 @@ def capabilities() -> dict[str, Any]:
 def select_kernel(qtype: QTypeLike, m: int, n: int, k: int, device: torch.device | str | None = None) -> dict[str, str]:
     """The dense kernel lowbit.linear would run for x [m, k] and a weight [n, k] on `device`, and why.
 
-    Returns {"kernel": "mmvq" | "dequant_matmul" | "cpu_reference", "reason": "..."}.
+    Returns {"kernel": "mmvq" | "dequant_matmul" | "cpu_reference", "reason": "..."}; for "mmvq" on
+    a CUDA device also "mmvq_kernel": "dp4a" | "int8_tensor_cores" | "bf16_tensor_cores", the MMVQ
+    kernel of its (first) pass of up to 16 tokens.
     """
     q = as_quant_type(qtype)
     dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     index = -1 if dev.type != "cuda" else (dev.index if dev.index is not None else torch.cuda.current_device())
     kernel, reason = _C.select_dense(int(q), int(m), int(n), int(k), index)
-    return {"kernel": kernel, "reason": reason}
+    choice = {"kernel": kernel, "reason": reason}
+    if kernel == "mmvq" and index >= 0 and hasattr(_C, "mmvq_kernel"):
+        choice["mmvq_kernel"] = _C.mmvq_kernel(int(q), min(int(m), 16), int(n), int(k), index)
+    return choice

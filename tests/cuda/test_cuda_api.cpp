@@ -120,6 +120,22 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, CudaApi,
                                            QuantType::MXFP8_E4M3, QuantType::MXFP4_SPLIT),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
+// Which kernel serves which call on this device (the same choice mmvq makes).
+TEST(CudaApiKernels, MmvqKernelChoice) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  using K = cuda::MmvqKernel;
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 1), K::kDp4a);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 2), K::kDp4a);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 3), K::kInt8TensorCores);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 8), K::kInt8TensorCores);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 9), K::kBf16TensorCores);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 1, MmvqMath::kBf16), K::kBf16TensorCores);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ3_S, 4096, 14336, 2), K::kInt8TensorCores);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::MXFP8_E4M3, 4096, 14336, 1), K::kBf16TensorCores);
+  // two tokens' int8 activations at K = 131072 (294 KB) fit no block's shared memory
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 67, 131072, 2), K::kInt8TensorCores);
+}
+
 TEST(CudaApiErrors, NameTheArgument) {
   // argument checks run before any device work, so they hold without a GPU too
   alignas(16) static uint8_t w[136 * 4];
@@ -160,6 +176,19 @@ TEST(CudaApiErrors, NameTheArgument) {
                          y, 100);
             }).find("y: must not overlap x"),
             std::string::npos);  // y just past x's two rows: the next check (workspace) speaks
+  EXPECT_NE(error_message([&] { cuda::mmvq_kernel(QuantType::IQ4_XS, 4, 300, 1); }).find("k: K = 300"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              cuda::mmvq_kernel(QuantType::IQ4_XS, 4, 256, 17);
+            }).find("x: MMVQ takes 1 to 16 tokens, got M = 17"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              cuda::mmvq_kernel(QuantType::MXFP8_E4M3, 4, 256, 1, MmvqMath::kInt8);
+            }).find("math: int8 MMVQ serves M <= 8"),
+            std::string::npos);
+  EXPECT_STREQ(cuda::mmvq_kernel_name(cuda::MmvqKernel::kDp4a), "dp4a");
+  EXPECT_STREQ(cuda::mmvq_kernel_name(cuda::MmvqKernel::kInt8TensorCores), "int8_tensor_cores");
+  EXPECT_STREQ(cuda::mmvq_kernel_name(cuda::MmvqKernel::kBf16TensorCores), "bf16_tensor_cores");
   EXPECT_EQ(cuda::mmvq_workspace_bytes(QuantType::IQ4_XS, 2, 256), 256u + 2 * 256u);
   EXPECT_EQ(cuda::mmvq_workspace_bytes(QuantType::IQ4_XS, 2, 256, MmvqMath::kBf16), 0u);
   EXPECT_NE(error_message([&] {
