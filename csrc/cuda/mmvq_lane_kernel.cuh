@@ -30,9 +30,10 @@ namespace lowbit::cuda_detail {
 // ...); with `pairs` a thread takes two sub-blocks per step so that their loads are in flight
 // together. rows == 0: the tensor-core kernel is faster there. Measured on the H200 at N = 4096,
 // K = 14336 (benchmarks/NOTES.md, "dp4a lanes with the activations quantized in the kernel"):
-// two rows per team of two warps for every format but IQ4_XS at one token (one row per warp);
-// pairs for IQ4_XS and the grid formats at one token, IQ2_XXS and IQ2_XS at two; IQ3_S and Q8_0
-// at two tokens stay on tensor cores.
+// two rows per team of two warps for every format but IQ4_XS (one row per warp, in pairs: at two
+// tokens 14.0 us against 15.1 for two rows per two warps); pairs for the grid formats at one
+// token, IQ2_XXS and IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on tensor cores. Four
+// tokens on lanes (per-group activation loads) ran 1.1-1.5x slower than the tensor cores.
 struct LaneShape {
   int rows;
   int team_warps;
@@ -50,6 +51,7 @@ constexpr LaneShape lane_shape(int tokens) {
     return {2, 2, grids};
   }
   if (tokens == 2) {
+    if (t == QuantType::IQ4_XS) return {1, 1, true};
     if (t == QuantType::IQ3_S || t == QuantType::Q8_0) return {0, 0, false};
     return {2, 2, t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS};
   }
@@ -235,7 +237,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         int sum[kTokens][Tl::kScalesPerSub] = {};
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
-          const Int8Group q = Traits::decode_i8(b, 4 * sub + t, cb);
+          const Int8Group q = decode_i8_in_sub_block<Traits>(b, 4 * sub + t, cb);
           const int h = t * Tl::kScalesPerSub / 4;  // 16-weight scales: groups 0, 1 | 2, 3
 #pragma unroll
           for (int m = 0; m < kTokens; ++m)

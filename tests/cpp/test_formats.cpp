@@ -106,10 +106,10 @@ TEST(Scalars, Fp16RoundTripsEveryFiniteValue) {
 }
 
 TEST(Scalars, Fp16RoundsToNearestEven) {
-  EXPECT_EQ(float_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);       // tie -> even (1.0)
-  EXPECT_EQ(float_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);   // tie -> even (1 + 2^-9)
-  EXPECT_EQ(float_to_fp16(65520.0f), 0x7C00);                           // rounds past max -> inf
-  EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -25)), 0x0000);              // half the min subnormal -> 0
+  EXPECT_EQ(float_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);      // tie -> even (1.0)
+  EXPECT_EQ(float_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie -> even (1 + 2^-9)
+  EXPECT_EQ(float_to_fp16(65520.0f), 0x7C00);                          // rounds past max -> inf
+  EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -25)), 0x0000);             // half the min subnormal -> 0
   EXPECT_EQ(float_to_fp16(std::ldexp(1.5f, -25)), 0x0001);
 }
 
@@ -150,6 +150,8 @@ void expect_int8_form_matches(std::mt19937& rng) {
         decode_group_f32<Traits>(block, g, cb, ref + kGroupElems * g);
       for (int g = 0; g < Traits::kBlockElems / kGroupElems; ++g) {
         const Int8Group q = Traits::decode_i8(block, g, cb);
+        const Int8Group q_whole = decode_i8_in_sub_block<Traits>(block, g, cb);  // the dp4a MMVQ's read
+        ASSERT_TRUE(q_whole.q[0] == q.q[0] && q_whole.q[1] == q.q[1]) << Traits::kName << " group " << g;
         for (int j = 0; j < 8; ++j) {
           const int e = i8_element(Traits::kI8Order, g, j);
           const auto v = static_cast<int8_t>(group_byte(q.q, j));
@@ -168,8 +170,8 @@ void expect_int8_form_matches(std::mt19937& rng) {
 TEST(Int8Form, EqualsTheFloatDecodeForEveryIntegerFormat) {
   std::mt19937 rng(std::random_device{}());
   int formats = 0;
-#define LOWBIT_CHECK_INT8(Name)                                            \
-  expect_int8_form_matches<FormatTraits<QuantType::Name>>(rng);            \
+#define LOWBIT_CHECK_INT8(Name)                                 \
+  expect_int8_form_matches<FormatTraits<QuantType::Name>>(rng); \
   formats += HasInt8<FormatTraits<QuantType::Name>>::value ? 1 : 0;
   LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_INT8)
 #undef LOWBIT_CHECK_INT8

@@ -1,6 +1,8 @@
 // Every format definition lowbit has, and the run-time dispatch onto their traits.
 #pragma once
 
+#include <type_traits>
+
 #include "lowbit/error.h"
 #include "lowbit/formats/iq1.h"
 #include "lowbit/formats/iq2.h"
@@ -31,6 +33,23 @@ decltype(auto) visit_weight_type(QuantType t, F&& f) {
 template <class Traits>
 LOWBIT_HD void decode_group_f32(BlockRef b, int g, const Codebooks& cb, float* out) {
   render_f32(Traits::decode_group(b, g, cb), out);
+}
+
+// decode_i8 for a caller that decodes all four int8 groups of a 32-weight sub-block in a row (the
+// dp4a MMVQ): a format may define decode_i8_whole_sub, which loads the sub-block's whole bytes for
+// every group (the same loads four times, which the compiler merges into one), where decode_i8
+// loads only what one group needs (kernels that decode one group per lane).
+template <class Traits, class = void>
+struct HasWholeSubDecode : std::false_type {};
+template <class Traits>
+struct HasWholeSubDecode<Traits, std::void_t<decltype(&Traits::decode_i8_whole_sub)>> : std::true_type {};
+
+template <class Traits>
+LOWBIT_HD Int8Group decode_i8_in_sub_block(BlockRef b, int g, const Codebooks& cb) {
+  if constexpr (HasWholeSubDecode<Traits>::value)
+    return Traits::decode_i8_whole_sub(b, g, cb);
+  else
+    return Traits::decode_i8(b, g, cb);
 }
 
 }  // namespace lowbit
