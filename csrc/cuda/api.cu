@@ -209,12 +209,18 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
       if (ptr != nullptr) cudaFreeAsync(ptr, stream);
     }
   } owned{nullptr, stream};
-  if (need > 0 && workspace == nullptr) {
+  // The dp4a kernel quantizes the activations itself: a call routed there takes no workspace
+  // (mmvq_workspace_bytes still sizes one, for callers that do not know the route).
+  bool dp4a = false;
+  visit_weight_type(t, [&](auto traits) {
+    dp4a = cuda_detail::mmvq_kernel_for<decltype(traits)::kType>(n, k, m, run) == MmvqKernel::kDp4a;
+  });
+  if (need > 0 && workspace == nullptr && !dp4a) {
     const cudaError_t err = cudaMallocAsync(&owned.ptr, need, stream);
     LOWBIT_CHECK(err == cudaSuccess, "mmvq: cannot allocate its ", need, " byte workspace: ", cudaGetErrorString(err));
     workspace = owned.ptr;
   }
-  if (need > 0) {
+  if (need > 0 && !dp4a) {
     args.xs = static_cast<const float*>(workspace);
     args.xq = static_cast<const uint8_t*>(workspace) + k;
   }

@@ -32,9 +32,10 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
 // tokens where the format runs the dp4a kernel there and they fit a block's shared memory, else
 // by a small kernel into a workspace of
 // mmvq_workspace_bytes(t, m, k, math) bytes (0 when the call runs bf16; sized for the second
-// case whichever runs): pass 16-byte aligned
+// case whichever runs, and unused in the first: mmvq_kernel tells): pass 16-byte aligned
 // device memory of that size, or nullptr to have the call take it stream-ordered from the
-// device's default memory pool (cudaMallocAsync / cudaFreeAsync, CUDA-graph capturable).
+// device's default memory pool (cudaMallocAsync / cudaFreeAsync, CUDA-graph capturable) where
+// the kernel that runs needs it.
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
           int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math = MmvqMath::kAuto,
           void* workspace = nullptr, size_t workspace_bytes = 0);

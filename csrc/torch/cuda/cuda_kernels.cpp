@@ -14,7 +14,9 @@
 namespace lowbit::torch_ops {
 namespace {
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
 
 // The kernels copy weights in aligned 16-byte pieces; a view that starts mid-way (a row slice
 // whose row_bytes is not a multiple of 16) is copied once into fresh, aligned storage.
@@ -32,7 +34,8 @@ AlignedWeight aligned_weight(const WeightArg& arg, const at::Tensor& w, const st
 }
 
 at::Tensor dequantize_expert_cuda(const WeightArg& w, int64_t e, at::ScalarType dtype) {
-  at::Tensor out = at::empty({w.rows, w.k}, at::TensorOptions().dtype(dtype).device(at::kCUDA, c10::cuda::current_device()));
+  at::Tensor out =
+      at::empty({w.rows, w.k}, at::TensorOptions().dtype(dtype).device(at::kCUDA, c10::cuda::current_device()));
   WeightView v = w.view;
   v.data = static_cast<const uint8_t*>(w.view.data) + e * w.view.expert_stride;
   v.scales = w.view.scales ? w.view.scales + e * w.view.scale_expert_stride : nullptr;
@@ -57,7 +60,8 @@ at::Tensor dequantize_cuda(const at::Tensor& w, int64_t qtype, int64_t k, const 
 }
 
 // y [M, N] = x [M, K] W^T through MMVQ, 16 tokens per pass.
-at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tensor& x2, MmvqMath math = MmvqMath::kAuto) {
+at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tensor& x2,
+                    MmvqMath math = MmvqMath::kAuto) {
   at::Tensor x = x2.contiguous();
   if (!aligned16(x.data_ptr()) || x.stride(0) % 8 != 0) x = x.clone();
   at::Tensor y = at::empty({p.m, p.w.rows}, x.options());
@@ -65,12 +69,18 @@ at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tenso
   if (math == MmvqMath::kAuto && p.m > kMmvqInt8MaxTokens) math = MmvqMath::kBf16;
   for (int64_t m0 = 0; m0 < p.m; m0 += kMmvqMaxTokens) {
     const int64_t mt = std::min<int64_t>(kMmvqMaxTokens, p.m - m0);
-    // the int8 arithmetic's scratch from torch's caching allocator (stream-ordered, graph-safe)
-    const size_t ws_bytes = translate_errors([&] { return cuda::mmvq_workspace_bytes(p.w.type, mt, p.w.k, math); });
-    const at::Tensor ws = ws_bytes > 0 ? at::empty({static_cast<int64_t>(ws_bytes)}, x.options().dtype(at::kByte))
-                                       : at::Tensor();
+    // the int8 arithmetic's scratch from torch's caching allocator (stream-ordered, graph-safe);
+    // none where the dp4a kernel runs (it quantizes the activations itself)
+    const size_t ws_bytes = translate_errors([&] {
+      return cuda::mmvq_kernel(p.w.type, p.w.rows, p.w.k, mt, math) == cuda::MmvqKernel::kDp4a
+                 ? size_t{0}
+                 : cuda::mmvq_workspace_bytes(p.w.type, mt, p.w.k, math);
+    });
+    const at::Tensor ws =
+        ws_bytes > 0 ? at::empty({static_cast<int64_t>(ws_bytes)}, x.options().dtype(at::kByte)) : at::Tensor();
     translate_errors([&] {
-      cuda::mmvq(p.w.type, a.arg.view, p.w.rows, p.w.k, static_cast<const uint8_t*>(x.data_ptr()) + m0 * x.stride(0) * x.element_size(),
+      cuda::mmvq(p.w.type, a.arg.view, p.w.rows, p.w.k,
+                 static_cast<const uint8_t*>(x.data_ptr()) + m0 * x.stride(0) * x.element_size(),
                  float_type(x.scalar_type()), mt, x.stride(0),
                  static_cast<uint8_t*>(y.data_ptr()) + m0 * p.w.rows * y.element_size(), p.w.rows,
                  c10::cuda::getCurrentCUDAStream(), math, ws_bytes > 0 ? ws.data_ptr() : nullptr, ws_bytes);
@@ -79,9 +89,8 @@ at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tenso
   return y;
 }
 
-at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype,
-                       const std::optional<at::Tensor>& scales, const std::optional<at::Tensor>& bias,
-                       c10::string_view kernel) {
+at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
+                       const std::optional<at::Tensor>& bias, c10::string_view kernel) {
   const LinearPlan p = plan_linear(x, w, qtype, scales, bias);
   const c10::cuda::CUDAGuard guard(w.device());
   const AlignedWeight a = aligned_weight(p.w, w, scales);
@@ -113,8 +122,8 @@ at::Tensor mmvq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, co
 }
 
 at::Tensor fused_moe_cuda(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2,
-                          const at::Tensor& topk_weights, const at::Tensor& topk_ids, int64_t w13_type,
-                          int64_t w2_type, c10::string_view activation, const std::optional<at::Tensor>& w13_scales,
+                          const at::Tensor& topk_weights, const at::Tensor& topk_ids, int64_t w13_type, int64_t w2_type,
+                          c10::string_view activation, const std::optional<at::Tensor>& w13_scales,
                           const std::optional<at::Tensor>& w2_scales, at::OptionalIntArrayRef expert_range) {
   const FusedMoePlan p = plan_fused_moe(x, w13, w2, topk_weights, topk_ids, w13_type, w2_type, activation, w13_scales,
                                         w2_scales, expert_range);
