@@ -209,18 +209,19 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
       if (ptr != nullptr) cudaFreeAsync(ptr, stream);
     }
   } owned{nullptr, stream};
-  // The dp4a kernel quantizes the activations itself: a call routed there takes no workspace
-  // (mmvq_workspace_bytes still sizes one, for callers that do not know the route).
-  bool dp4a = false;
-  visit_weight_type(t, [&](auto traits) {
-    dp4a = cuda_detail::mmvq_kernel_for<decltype(traits)::kType>(n, k, m, run) == MmvqKernel::kDp4a;
-  });
-  if (need > 0 && workspace == nullptr && !dp4a) {
+  // Only the int8 tensor-core kernel reads the workspace (its prologue fills it); the dp4a kernel
+  // quantizes the activations itself. mmvq_workspace_bytes sizes it for callers that do not know
+  // the route, which launch_mmvq takes by the same plan (same arguments, same device).
+  MmvqKernel kernel = MmvqKernel::kBf16TensorCores;
+  visit_weight_type(t,
+                    [&](auto traits) { kernel = cuda_detail::mmvq_kernel_for<decltype(traits)::kType>(n, k, m, run); });
+  const bool uses_workspace = need > 0 && kernel == MmvqKernel::kInt8TensorCores;
+  if (uses_workspace && workspace == nullptr) {
     const cudaError_t err = cudaMallocAsync(&owned.ptr, need, stream);
     LOWBIT_CHECK(err == cudaSuccess, "mmvq: cannot allocate its ", need, " byte workspace: ", cudaGetErrorString(err));
     workspace = owned.ptr;
   }
-  if (need > 0 && !dp4a) {
+  if (uses_workspace) {
     args.xs = static_cast<const float*>(workspace);
     args.xq = static_cast<const uint8_t*>(workspace) + k;
   }

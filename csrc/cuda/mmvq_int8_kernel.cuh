@@ -272,6 +272,8 @@ void launch_mmvq_int8_as(const MmvqArgs& a, int warps, cudaStream_t stream) {
   static_assert(Traits::kI8ScaleElems == 32 || (Traits::kI8Order == I8Order::kContiguous && Tl::kBlocksPerUnit == 1),
                 "16-weight scales: lanes t < 2 must hold the first half of a sub-block of a 256-weight block");
   constexpr auto kernel = &mmvq_int8_kernel<Traits, Act, kMaxTokens>;
+  LOWBIT_CHECK(a.xq != nullptr && a.xs != nullptr,
+               "mmvq: the int8 tensor-core kernel runs without its activation workspace (route mismatch)");
   const DeviceLimits& limits = current_device_limits();
   const int smem_max = Tl::smem_bytes(Tl::kMaxWarps) < limits.shared_per_block_optin ? Tl::smem_bytes(Tl::kMaxWarps)
                                                                                      : limits.shared_per_block_optin;

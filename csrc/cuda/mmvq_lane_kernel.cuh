@@ -5,7 +5,8 @@
 // empty; the decode is the only work they need. Here a team of one or two warps works on one or
 // two rows at a time over the whole K (lane_shape, per format): thread i of the team takes
 // sub-blocks i, i + T, ... (T threads) and decodes each one's four int8 groups straight from
-// global memory with the format's decode_i8 (every weight byte is read by one thread; a warp's
+// global memory with decode_i8_in_sub_block (the format's decode_i8, or its whole-sub-block read
+// where it has one; every weight byte is read by one thread; a warp's
 // loads of a round cover a contiguous run of the row), multiplies them with dp4a against each
 // token's activation codes (loaded once for the team's rows), and scales the sub-block's int32
 // sums once (twice for formats with 16-weight scales). A team's warps then sum by shuffles and,
@@ -31,9 +32,9 @@ namespace lowbit::cuda_detail {
 // together. rows == 0: the tensor-core kernel is faster there. Measured on the H200 at N = 4096,
 // K = 14336 (benchmarks/NOTES.md, "dp4a lanes with the activations quantized in the kernel"):
 // two rows per team of two warps for every format but IQ4_XS (one row per warp, in pairs: at two
-// tokens 14.0 us against 15.1 for two rows per two warps); pairs for the grid formats at one
-// token, IQ2_XXS and IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on tensor cores. Four
-// tokens on lanes (per-group activation loads) ran 1.1-1.5x slower than the tensor cores.
+// tokens 14.0-15.4 us against 15.1-15.9 for two rows per two warps); pairs for IQ1_S, IQ1_M,
+// IQ2_XXS, IQ2_XS, IQ2_S and IQ3_XXS at one token, IQ2_XXS and IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on
+// tensor cores. Four tokens on lanes (per-group activation loads) ran 1.1-1.5x slower than the tensor cores.
 struct LaneShape {
   int rows;
   int team_warps;

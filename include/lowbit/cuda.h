@@ -1,6 +1,7 @@
 // lowbit's CUDA API: kernels over raw device pointers and a cudaStream_t. No torch.
 // Every call validates its arguments (lowbit::Error naming the argument), enqueues work on
-// `stream` without synchronizing or allocating, and is safe to capture in a CUDA graph.
+// `stream` without synchronizing, allocates nothing but mmvq's stream-ordered workspace where
+// the caller passes none, and is safe to capture in a CUDA graph.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,9 +34,9 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
 // by a small kernel into a workspace of
 // mmvq_workspace_bytes(t, m, k, math) bytes (0 when the call runs bf16; sized for the second
 // case whichever runs, and unused in the first: mmvq_kernel tells): pass 16-byte aligned
-// device memory of that size, or nullptr to have the call take it stream-ordered from the
-// device's default memory pool (cudaMallocAsync / cudaFreeAsync, CUDA-graph capturable) where
-// the kernel that runs needs it.
+// device memory of at least that size (also where the dp4a kernel runs), or nullptr to have the
+// call take it stream-ordered from the device's default memory pool (cudaMallocAsync /
+// cudaFreeAsync, CUDA-graph capturable) where the int8 tensor-core kernel runs.
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
           int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math = MmvqMath::kAuto,
           void* workspace = nullptr, size_t workspace_bytes = 0);
@@ -44,13 +45,15 @@ size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math = M
 
 // The MMVQ kernels: dp4a lanes (one or two tokens, the activations quantized inside the kernel),
 // int8 tensor cores (up to 8 tokens, after a kernel that quantizes the activations), bf16
-// tensor cores (up to 16 tokens; MXFP8, math = kBf16, or where the others do not fit).
+// tensor cores (up to 16 tokens: 9 to 16 tokens, MXFP8, math = kBf16, or where the others do
+// not fit).
 enum class MmvqKernel : int { kDp4a = 0, kInt8TensorCores = 1, kBf16TensorCores = 2 };
 const char* mmvq_kernel_name(MmvqKernel kernel);  // "dp4a", "int8_tensor_cores", "bf16_tensor_cores"
 
 // The kernel mmvq(t, w, n, k, ..., m, ..., math) runs on the current device: the choice mmvq
-// makes by format, token count, arithmetic and the device's shared memory. Checks its arguments
-// as mmvq does.
+// makes by format, token count, arithmetic and the device's shared memory (a host-side query;
+// for N = 0, where mmvq launches nothing, the kernel a non-empty call would run). Checks the
+// type, K and M as mmvq does.
 MmvqKernel mmvq_kernel(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math = MmvqMath::kAuto);
 
 }  // namespace lowbit::cuda

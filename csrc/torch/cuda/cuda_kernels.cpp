@@ -70,11 +70,11 @@ at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tenso
   for (int64_t m0 = 0; m0 < p.m; m0 += kMmvqMaxTokens) {
     const int64_t mt = std::min<int64_t>(kMmvqMaxTokens, p.m - m0);
     // the int8 arithmetic's scratch from torch's caching allocator (stream-ordered, graph-safe);
-    // none where the dp4a kernel runs (it quantizes the activations itself)
+    // only the int8 tensor-core kernel reads it (the dp4a kernel quantizes the activations itself)
     const size_t ws_bytes = translate_errors([&] {
-      return cuda::mmvq_kernel(p.w.type, p.w.rows, p.w.k, mt, math) == cuda::MmvqKernel::kDp4a
-                 ? size_t{0}
-                 : cuda::mmvq_workspace_bytes(p.w.type, mt, p.w.k, math);
+      return cuda::mmvq_kernel(p.w.type, p.w.rows, p.w.k, mt, math) == cuda::MmvqKernel::kInt8TensorCores
+                 ? cuda::mmvq_workspace_bytes(p.w.type, mt, p.w.k, math)
+                 : size_t{0};
     });
     const at::Tensor ws =
         ws_bytes > 0 ? at::empty({static_cast<int64_t>(ws_bytes)}, x.options().dtype(at::kByte)) : at::Tensor();
