@@ -66,9 +66,7 @@ struct FormatTraits<QuantType::IQ2_XXS>
   LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
     const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
     const int l = g & 3;
-    const uint64_t mag = cb.iq2xxs_grid[sub[l]];
-    return apply_sign_bits(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32),
-                           ksigns_iq2xs((load_u32<2>(sub + 4) >> (7 * l)) & 127u));
+    return group_i8(sub[l], load_u32<2>(sub + 4), l, cb);
   }
 
   // decode_i8 from the sub-block's 8 bytes read whole (decode_i8_in_sub_block): the grid index is
@@ -77,9 +75,14 @@ struct FormatTraits<QuantType::IQ2_XXS>
   LOWBIT_HD static Int8Group decode_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
     const uint64_t sub = load_u64<2>(b.bytes + offsetof(Block, qs) + 8 * (g >> 2));
     const int l = g & 3;
-    const uint64_t mag = cb.iq2xxs_grid[(sub >> (8 * l)) & 0xFFu];
+    return group_i8(static_cast<uint32_t>(sub >> (8 * l)) & 0xFFu, static_cast<uint32_t>(sub >> 32), l, cb);
+  }
+
+  // Group l of a sub-block from its grid index and its sign/scale word (both decode_i8 forms).
+  LOWBIT_HD static Int8Group group_i8(uint32_t index, uint32_t aux, int l, const Codebooks& cb) {
+    const uint64_t mag = cb.iq2xxs_grid[index];
     return apply_sign_bits(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32),
-                           ksigns_iq2xs((static_cast<uint32_t>(sub >> 32) >> (7 * l)) & 127u));
+                           ksigns_iq2xs((aux >> (7 * l)) & 127u));
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
