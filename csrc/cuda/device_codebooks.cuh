@@ -107,4 +107,67 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
   }
 }
 
+// The lane kernel's decode table: kGridCopies<Traits> interleaved copies of each grid entry (entry
+// i, copy c at i * copies + c), each lane reading copy lane % copies (GridRef). A warp's 32 lanes
+// look up random entries at once; from one copy they collide in shared-memory banks (about 3.5
+// wavefronts per lookup for 32 random 4-byte entries), from their own copies they do not (32
+// copies of 4-byte entries, 16 of 8-byte ones: a bank per lane). Capped near 64 KB of shared
+// memory. IQ1 keeps one copy: its packed rows are computed per entry, and building copies cost
+// more than the conflicts (NOTES.md).
+template <class Traits>
+inline constexpr int kGridCopies = [] {
+  constexpr Codebook kBook = Traits::kCodebook;
+  constexpr int bytes = CodebookTable<kBook>::kBytes;
+  if (bytes == 0 || kBook == Codebook::kIq1s) return 1;
+  constexpr int entry = kBook == Codebook::kIq3xxs || kBook == Codebook::kIq3s ? 4 : 8;
+  int copies = 128 / entry;
+  while (copies > 1 && bytes * copies > 64 * 1024) copies /= 2;
+  return copies;
+}();
+
+// Builds kCopies copies of `entries` table entries into `shared` with the whole block, in 16-byte
+// stores of consecutive copies (caller syncs); returns this lane's view.
+template <int kCopies, class Entry>
+__device__ __forceinline__ GridRef<Entry> replicated_table(const Entry* src, int entries, uint8_t* shared) {
+  constexpr int kPerStore = 16 / static_cast<int>(sizeof(Entry));  // copies per 16-byte store
+  static_assert(kCopies % kPerStore == 0, "whole 16-byte stores per entry");
+  constexpr int kStoresPerEntry = kCopies / kPerStore;
+  uint4* dst = reinterpret_cast<uint4*>(shared);
+  for (int i = threadIdx.x; i < entries * kStoresPerEntry; i += blockDim.x) {
+    const Entry v = src[i / kStoresPerEntry];
+    uint4 word;
+    if constexpr (sizeof(Entry) == 4) {
+      word = make_uint4(v, v, v, v);
+    } else {
+      const uint32_t lo = static_cast<uint32_t>(v), hi = static_cast<uint32_t>(v >> 32);
+      word = make_uint4(lo, hi, lo, hi);
+    }
+    dst[i] = word;
+  }
+  return GridRef<Entry>(reinterpret_cast<const Entry*>(shared) + (threadIdx.x & 31) % kCopies, kCopies);
+}
+
+template <class Traits>
+__device__ __forceinline__ Codebooks replicated_int8_codebooks(uint8_t* shared) {
+  constexpr int kCopies = kGridCopies<Traits>;
+  constexpr Codebook kBook = Traits::kCodebook;
+  if constexpr (kCopies == 1) {
+    return int8_codebooks<Traits>(shared);
+  } else {
+    Codebooks cb;
+    load_nibble_tables(cb);
+    if constexpr (kBook == Codebook::kIq2xxs)
+      cb.iq2xxs_grid = replicated_table<kCopies>(kIq2xxsGridDevice, LOWBIT_IQ2XXS_GRID_SIZE, shared);
+    if constexpr (kBook == Codebook::kIq2xs)
+      cb.iq2xs_grid = replicated_table<kCopies>(kIq2xsGridDevice, LOWBIT_IQ2XS_GRID_SIZE, shared);
+    if constexpr (kBook == Codebook::kIq2s)
+      cb.iq2s_grid = replicated_table<kCopies>(kIq2sGridDevice, LOWBIT_IQ2S_GRID_SIZE, shared);
+    if constexpr (kBook == Codebook::kIq3xxs)
+      cb.iq3xxs_grid = replicated_table<kCopies>(kIq3xxsGridDevice, LOWBIT_IQ3XXS_GRID_SIZE, shared);
+    if constexpr (kBook == Codebook::kIq3s)
+      cb.iq3s_grid = replicated_table<kCopies>(kIq3sGridDevice, LOWBIT_IQ3S_GRID_SIZE, shared);
+    return cb;
+  }
+}
+
 }  // namespace lowbit::cuda_detail

@@ -6,7 +6,7 @@
 // two rows at a time over the whole K (lane_shape, per format): thread i of the team takes
 // sub-blocks i, i + T, ... (T threads) and decodes each one's four int8 groups straight from
 // global memory with decode_i8_in_sub_block (the format's decode_i8, or its whole-sub-block read
-// where it has one; every weight byte is read by one thread; a warp's
+// where it has one and lane_shape asks for it; every weight byte is read by one thread; a warp's
 // loads of a round cover a contiguous run of the row), multiplies them with dp4a against each
 // token's activation codes (loaded once for the team's rows), and scales the sub-block's int32
 // sums once (twice for formats with 16-weight scales). A team's warps then sum by shuffles and,
@@ -17,8 +17,8 @@
 // L2 read of the activations per block instead of a second kernel whose completion the MMVQ
 // kernel would wait for (1.5 us at M = 1, 2 even with a programmatic launch; NOTES.md). The grid
 // is one block per SM (1024 threads at 64 registers fill its register file), so the activations
-// and the codebook table are built once per SM; team t of block b takes row groups
-// b * teams + t, then every gridDim.x * teams further.
+// and the codebook table (kGridCopies copies of each entry, one per lane's bank) are built once per SM; team t of block
+// b takes row groups b * teams + t, then every gridDim.x * teams further.
 #pragma once
 
 #include "cuda/int8_activations.cuh"
@@ -39,6 +39,7 @@ struct LaneShape {
   int rows;
   int team_warps;
   bool pairs;
+  bool whole_sub = true;  // decode through the format's decode_i8_whole_sub where it has one
 };
 
 template <class Traits>
@@ -48,7 +49,7 @@ constexpr LaneShape lane_shape(int tokens) {
   constexpr bool grids = t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ2_S ||
                          t == QuantType::IQ1_S || t == QuantType::IQ1_M || t == QuantType::IQ3_XXS;
   if (tokens == 1) {
-    if (t == QuantType::IQ4_XS) return {1, 1, true};
+    if (t == QuantType::IQ4_XS) return {1, 1, true, false};  // 64-bit code reads 0.1 us slower here
     return {2, 2, grids};
   }
   if (tokens == 2) {
@@ -67,8 +68,8 @@ struct MmvqLaneTiling {
                 "16-weight scales: groups 0, 1 of a sub-block are its first 16 weights");
   static constexpr int kSubsPerBlock = Traits::kBlockElems / 32;
   static_assert(32 % kSubsPerBlock == 0, "a lane keeps its sub-block of the format block across rounds");
-  static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;  // 1, or 2 (16-weight scales)
-  static constexpr int kTableBytes = kInt8TableBytes<Traits>;       // whole 16-byte words
+  static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;                   // 1, or 2 (16-weight scales)
+  static constexpr int kTableBytes = kInt8TableBytes<Traits> * kGridCopies<Traits>;  // whole 16-byte words
   // bytes a warp's round advances its pointers by (whole format blocks)
   static constexpr int64_t kStepBytes = 32 / kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
   // The table, then the activation codes [tokens][K] (each sub-block's two 16-byte halves swapped
@@ -194,7 +195,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   // Weights and the codebook table do not depend on the kernel before (the activations and the
   // output may): they start while it finishes.
   prefetch_group(group);
-  const Codebooks cb = int8_codebooks<Traits>(smem);
+  const Codebooks cb = replicated_int8_codebooks<Traits>(smem);
   pdl_wait_for_primary();
   quantize_into_shared<Act, Traits::kI8Order, kTokens>(a, codes, code_scales);
   __syncthreads();
@@ -238,7 +239,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         int sum[kTokens][Tl::kScalesPerSub] = {};
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
-          const Int8Group q = decode_i8_in_sub_block<Traits>(b, 4 * sub + t, cb);
+          const Int8Group q = decode_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
           const int h = t * Tl::kScalesPerSub / 4;  // 16-weight scales: groups 0, 1 | 2, 3
 #pragma unroll
           for (int m = 0; m < kTokens; ++m)

@@ -44,9 +44,9 @@ struct HasWholeSubDecode : std::false_type {};
 template <class Traits>
 struct HasWholeSubDecode<Traits, std::void_t<decltype(&Traits::decode_i8_whole_sub)>> : std::true_type {};
 
-template <class Traits>
+template <class Traits, bool kWholeSub = true>
 LOWBIT_HD Int8Group decode_i8_in_sub_block(BlockRef b, int g, const Codebooks& cb) {
-  if constexpr (HasWholeSubDecode<Traits>::value)
+  if constexpr (kWholeSub && HasWholeSubDecode<Traits>::value)
     return Traits::decode_i8_whole_sub(b, g, cb);
   else
     return Traits::decode_i8(b, g, cb);

@@ -217,6 +217,20 @@ LOWBIT_HD uint64_t load_u64(const uint8_t* p) {
 #endif
 }
 
+// Two consecutive little-endian words of weight bytes (global memory the kernel does not write) at
+// an 8-byte-aligned address. On the device one 64-bit read-only load: a plain 64-bit load whose
+// callers each use one word is narrowed by the compiler into separate 32-bit loads, an ldg is not
+// (and equal ldgs merge).
+LOWBIT_HD void load_weight_words2(const uint8_t* p, uint32_t& lo, uint32_t& hi) {
+#if defined(__CUDA_ARCH__)
+  const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+  lo = v.x, hi = v.y;
+#else
+  std::memcpy(&lo, p, 4);
+  std::memcpy(&hi, p + 4, 4);
+#endif
+}
+
 // ---------------------------------------------------------------------------------------------
 // Decoded groups: what every decode primitive returns for eight consecutive weights
 // ---------------------------------------------------------------------------------------------
@@ -335,14 +349,27 @@ constexpr uint32_t table_word(const uint8_t (&t)[16], int i) {
 // The I-quant codebooks, wherever they live (host tables, device global or shared memory).
 // A kernel fills only the grid pointers its type uses. iq1s_packed (pack_ternary_row of each
 // iq1s row) serves the int8 decoder of IQ1_S / IQ1_M.
+// A codebook table as a decoder reads it: entry i at table[i * stride]. A kernel whose lanes look
+// up random entries may keep `stride` interleaved copies and point each lane at its own copy
+// (table + lane % stride), so that a warp's lookups fall into distinct shared-memory banks.
+template <class T>
+struct GridRef {
+  const T* table = nullptr;
+  int stride = 1;
+  LOWBIT_HD GridRef() = default;
+  LOWBIT_HD GridRef(const T* t) : table(t) {}  // NOLINT: a plain table is a GridRef of stride 1
+  LOWBIT_HD GridRef(const T* t, int s) : table(t), stride(s) {}
+  LOWBIT_HD T operator[](uint32_t i) const { return table[i * static_cast<uint32_t>(stride)]; }
+};
+
 struct Codebooks {
-  const uint64_t* iq2xxs_grid = nullptr;
-  const uint64_t* iq2xs_grid = nullptr;
-  const uint64_t* iq2s_grid = nullptr;
-  const uint32_t* iq3xxs_grid = nullptr;
-  const uint32_t* iq3s_grid = nullptr;
-  const uint64_t* iq1s_grid = nullptr;
-  const uint32_t* iq1s_packed = nullptr;
+  GridRef<uint64_t> iq2xxs_grid;
+  GridRef<uint64_t> iq2xs_grid;
+  GridRef<uint64_t> iq2s_grid;
+  GridRef<uint32_t> iq3xxs_grid;
+  GridRef<uint32_t> iq3s_grid;
+  GridRef<uint64_t> iq1s_grid;
+  GridRef<uint32_t> iq1s_packed;
   // The 16-entry int8 tables of the nibble formats (IQ4_NL / IQ4_XS, and MXFP4's doubled E2M1
   // values) as four words each, for nibble_lookup_i8; right by default. Held by value: the device
   // kernels load them once (load_nibble_tables) so that they stay in registers; as compile-time
