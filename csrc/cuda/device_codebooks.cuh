@@ -112,13 +112,14 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
 // look up random entries at once; from one copy they collide in shared-memory banks (about 3.5
 // wavefronts per lookup for 32 random 4-byte entries), from their own copies they do not (32
 // copies of 4-byte entries, 16 of 8-byte ones: a bank per lane). Capped near 64 KB of shared
-// memory (IQ1's 2048 packed 4-byte rows: 8 copies, four lanes per copy).
+// memory. IQ1 keeps one copy: its packed rows are computed per entry, and building copies cost
+// more than the conflicts (NOTES.md).
 template <class Traits>
 inline constexpr int kGridCopies = [] {
   constexpr Codebook kBook = Traits::kCodebook;
-  constexpr int bytes = kInt8TableBytes<Traits>;
-  if (bytes == 0) return 1;
-  constexpr int entry = kBook == Codebook::kIq3xxs || kBook == Codebook::kIq3s || kBook == Codebook::kIq1s ? 4 : 8;
+  constexpr int bytes = CodebookTable<kBook>::kBytes;
+  if (bytes == 0 || kBook == Codebook::kIq1s) return 1;
+  constexpr int entry = kBook == Codebook::kIq3xxs || kBook == Codebook::kIq3s ? 4 : 8;
   int copies = 128 / entry;
   while (copies > 1 && bytes * copies > 64 * 1024) copies /= 2;
   return copies;
@@ -155,17 +156,6 @@ __device__ __forceinline__ Codebooks replicated_int8_codebooks(uint8_t* shared) 
   } else {
     Codebooks cb;
     load_nibble_tables(cb);
-    if constexpr (kBook == Codebook::kIq1s) {
-      // each packed row computed once (entries over threads), its copies in 16-byte stores
-      uint4* dst = reinterpret_cast<uint4*>(shared);
-      for (int e = threadIdx.x; e < LOWBIT_IQ1S_GRID_SIZE; e += blockDim.x) {
-        const uint32_t v = pack_ternary_row(kIq1sGridDevice[e]);
-        LOWBIT_UNROLL
-        for (int c = 0; c < kCopies / 4; ++c) dst[e * (kCopies / 4) + c] = make_uint4(v, v, v, v);
-      }
-      cb.iq1s_packed =
-          GridRef<uint32_t>(reinterpret_cast<const uint32_t*>(shared) + (threadIdx.x & 31) % kCopies, kCopies);
-    }
     if constexpr (kBook == Codebook::kIq2xxs)
       cb.iq2xxs_grid = replicated_table<kCopies>(kIq2xxsGridDevice, LOWBIT_IQ2XXS_GRID_SIZE, shared);
     if constexpr (kBook == Codebook::kIq2xs)

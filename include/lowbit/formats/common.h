@@ -231,12 +231,6 @@ LOWBIT_HD void load_weight_words2(const uint8_t* p, uint32_t& lo, uint32_t& hi) 
 #endif
 }
 
-// Selector for byte_perm(w, next, .) that yields the word starting `offset` (0..3) bytes into w:
-// two-byte-aligned data read as aligned words, then realigned (formats with 2-byte headers).
-LOWBIT_HD uint32_t realign_selector(uint32_t offset) {
-  return 0x3210u + 0x1111u * offset;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Decoded groups: what every decode primitive returns for eight consecutive weights
 // ---------------------------------------------------------------------------------------------
@@ -352,6 +346,9 @@ constexpr uint32_t table_word(const uint8_t (&t)[16], int i) {
 }
 }  // namespace codebook
 
+// The I-quant codebooks, wherever they live (host tables, device global or shared memory).
+// A kernel fills only the grid pointers its type uses. iq1s_packed (pack_ternary_row of each
+// iq1s row) serves the int8 decoder of IQ1_S / IQ1_M.
 // A codebook table as a decoder reads it: entry i at table[i * stride]. A kernel whose lanes look
 // up random entries may keep `stride` interleaved copies and point each lane at its own copy
 // (table + lane % stride), so that a warp's lookups fall into distinct shared-memory banks.
@@ -365,9 +362,6 @@ struct GridRef {
   LOWBIT_HD T operator[](uint32_t i) const { return table[i * static_cast<uint32_t>(stride)]; }
 };
 
-// The I-quant codebooks, wherever they live (host tables, device global or shared memory).
-// A kernel fills only the grid pointers its type uses. iq1s_packed (pack_ternary_row of each
-// iq1s row) serves the int8 decoder of IQ1_S / IQ1_M.
 struct Codebooks {
   GridRef<uint64_t> iq2xxs_grid;
   GridRef<uint64_t> iq2xs_grid;

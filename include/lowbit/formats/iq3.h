@@ -56,22 +56,6 @@ struct FormatTraits<QuantType::IQ3_XXS>
                            ksigns_iq2xs((aux >> (7 * l)) & 127u));
   }
 
-  // The sub-block's eight index bytes from three aligned words inside the block (eight byte loads
-  // in decode_i8): for the dp4a MMVQ, whose L1 requests limit it.
-  LOWBIT_HD static Int8Group decode_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
-    const int ib = g >> 2, l = g & 3;
-    const uint8_t* index = b.bytes + offsetof(Block, qs) + 8 * ib;  // 2-byte aligned, >= 2 bytes in
-    const uint32_t misalign =
-        static_cast<uint32_t>(reinterpret_cast<uintptr_t>(index) & 2u);  // (as in iq4nl_block_words)
-    const uint8_t* words = index - misalign;  // its third word ends before the sign words end
-    const uint32_t sel = realign_selector(misalign);
-    const uint32_t w0 = load_u32<4>(words), w1 = load_u32<4>(words + 4), w2 = load_u32<4>(words + 8);
-    const uint32_t pair = byte_perm(l < 2 ? w0 : w1, l < 2 ? w1 : w2, sel) >> (16 * (l & 1));  // bytes 2l, 2l+1
-    const uint32_t aux = load_u32<2>(b.bytes + offsetof(Block, qs) + 64 + 4 * ib);
-    return apply_sign_bits(cb.iq3xxs_grid[pair & 0xFFu], cb.iq3xxs_grid[(pair >> 8) & 0xFFu],
-                           ksigns_iq2xs((aux >> (7 * l)) & 127u));
-  }
-
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
     const uint32_t aux = load_u32<2>(b.bytes + offsetof(Block, qs) + 64 + 4 * s);
     return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))) * (0.5f + static_cast<float>(aux >> 28)) * 0.5f;
@@ -79,8 +63,9 @@ struct FormatTraits<QuantType::IQ3_XXS>
 };
 
 template <>
-struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s, 256, /*kAlign=*/2, Codebook::kIq3s>,
-                                        Int8Form<I8Order::kContiguous, 32> {
+struct FormatTraits<QuantType::IQ3_S>
+    : BlockFormat<QuantType::IQ3_S, BlockIq3s, 256, /*kAlign=*/2, Codebook::kIq3s>,
+      Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq3_s";
 
@@ -109,8 +94,7 @@ struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s,
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
     const uint32_t s4 = (b.bytes[offsetof(Block, scales) + (s >> 1)] >> (4 * (s & 1))) & 0xFu;
-    return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))) *
-           static_cast<float>(1 + 2 * static_cast<int>(s4));
+    return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))) * static_cast<float>(1 + 2 * static_cast<int>(s4));
   }
 };
 

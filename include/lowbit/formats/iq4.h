@@ -54,25 +54,6 @@ LOWBIT_HD Int8Group iq4nl_i8(uint32_t w, const Codebooks& cb) {
   return nibble_lookup_i8(w, cb.iq4nl_i8[0], cb.iq4nl_i8[1], cb.iq4nl_i8[2], cb.iq4nl_i8[3]);
 }
 
-// The 16 code bytes and the fp16 scale bits of an IQ4_NL block (2-byte aligned) from five loads
-// that stay inside the block: its four whole aligned words and its odd halfword (the scale where
-// the block starts mid-word, the last two codes where it starts a word), instead of eight
-// halfword loads. For the dp4a MMVQ, whose L1 requests limit it.
-LOWBIT_HD void iq4nl_block_words(const uint8_t* block, uint32_t (&qs)[4], uint32_t& d) {
-  // (bit 1 only: blocks are 2-byte aligned on the device; on the host any address reads right)
-  const bool starts_word = (reinterpret_cast<uintptr_t>(block) & 2u) == 0;
-  const uint8_t* words = block + (starts_word ? 0 : 2);
-  uint32_t w[5];
-  LOWBIT_UNROLL
-  for (int i = 0; i < 4; ++i) w[i] = load_u32<4>(words + 4 * i);
-  w[4] = load_u16<2>(starts_word ? block + 16 : block);
-  // a block that starts a word holds its codes in bytes 2.. of w[0..3] and the halfword
-  const uint32_t sel = realign_selector(starts_word ? 2 : 0);
-  LOWBIT_UNROLL
-  for (int i = 0; i < 4; ++i) qs[i] = byte_perm(w[i], w[i + 1], sel);
-  d = starts_word ? (w[0] & 0xFFFFu) : w[4];
-}
-
 // Group g of a 32-weight nibble run at `qs`: weights 8g..8g+7 (bytes 8(g&1).., nibble g>>1).
 template <int kAlign>
 LOWBIT_HD void nibble_run_words(const uint8_t* qs, int g, uint32_t& w0, uint32_t& w1) {
@@ -107,12 +88,6 @@ struct FormatTraits<QuantType::IQ4_NL> : BlockFormat<QuantType::IQ4_NL, BlockIq4
 
   LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
     return detail::iq4nl_i8(load_u32<2>(b.bytes + offsetof(Block, qs) + 4 * g), cb);
-  }
-
-  LOWBIT_HD static Int8Group decode_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
-    uint32_t qs[4], d;
-    detail::iq4nl_block_words(b.bytes, qs, d);
-    return detail::iq4nl_i8(qs[g], cb);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int) {
