@@ -346,9 +346,6 @@ constexpr uint32_t table_word(const uint8_t (&t)[16], int i) {
 }
 }  // namespace codebook
 
-// The I-quant codebooks, wherever they live (host tables, device global or shared memory).
-// A kernel fills only the grid pointers its type uses. iq1s_packed (pack_ternary_row of each
-// iq1s row) serves the int8 decoder of IQ1_S / IQ1_M.
 // A codebook table as a decoder reads it: entry i at table[i * stride]. A kernel whose lanes look
 // up random entries may keep `stride` interleaved copies and point each lane at its own copy
 // (table + lane % stride), so that a warp's lookups fall into distinct shared-memory banks.
@@ -362,6 +359,9 @@ struct GridRef {
   LOWBIT_HD T operator[](uint32_t i) const { return table[i * static_cast<uint32_t>(stride)]; }
 };
 
+// The I-quant codebooks, wherever they live (host tables, device global or shared memory).
+// A kernel fills only the grid pointers its type uses. iq1s_packed (pack_ternary_row of each
+// iq1s row) serves the int8 decoder of IQ1_S / IQ1_M.
 struct Codebooks {
   GridRef<uint64_t> iq2xxs_grid;
   GridRef<uint64_t> iq2xs_grid;
