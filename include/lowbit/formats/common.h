@@ -353,7 +353,7 @@ template <class T>
 struct GridRef {
   const T* table = nullptr;
   int stride = 1;
-  LOWBIT_HD GridRef() = default;
+  GridRef() = default;
   LOWBIT_HD GridRef(const T* t) : table(t) {}  // NOLINT: a plain table is a GridRef of stride 1
   LOWBIT_HD GridRef(const T* t, int s) : table(t), stride(s) {}
   LOWBIT_HD T operator[](uint32_t i) const { return table[i * static_cast<uint32_t>(stride)]; }
