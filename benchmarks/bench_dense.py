@@ -21,15 +21,14 @@ import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import anchors  # noqa: E402
-
 import lowbit  # noqa: E402
 from lowbit import QuantType  # noqa: E402
 from lowbit.testing import random_weight, rel_err  # noqa: E402
@@ -99,7 +98,9 @@ class Rows:
             w.writerows(self.rows)
 
 
-def bench_type(q: QuantType, n: int, k: int, ms: list[int], rows: Rows, args: argparse.Namespace, results: dict) -> None:
+def bench_type(
+    q: QuantType, n: int, k: int, ms: list[int], rows: Rows, args: argparse.Namespace, results: dict
+) -> None:
     dev = torch.device("cuda")
     rng = np.random.default_rng(args.seed + int(q))
     w0, s0 = random_weight(q, n, k, rng, device=dev)
@@ -112,11 +113,26 @@ def bench_type(q: QuantType, n: int, k: int, ms: list[int], rows: Rows, args: ar
     results.setdefault(name, {})
 
     # dequantize to bf16: bytes read + written
-    deq_us, deq_plain = time_calls(lambda r: lowbit.dequantize(ws[r % copies], q, scales=ss[r % copies], dtype=torch.bfloat16), args.calls, args.iters)
+    deq_us, deq_plain = time_calls(
+        lambda r: lowbit.dequantize(ws[r % copies], q, scales=ss[r % copies], dtype=torch.bfloat16),
+        args.calls,
+        args.iters,
+    )
     out = lowbit.dequantize(w0, q, scales=s0, dtype=torch.bfloat16)
     rw = (wbytes + 2 * n * k) / (deq_us * 1e-6) / 1e9
-    rows.add(op="dequant", kernel="dequant", qtype=name, N=n, K=k, median_us=deq_us, weight_GBps=wbytes / deq_us / 1e3,
-             rel_err=rel_err(out, w64), notes=f"to bf16; graph replay of {args.calls} calls", plain_us=deq_plain, rw_GBps=rw)
+    rows.add(
+        op="dequant",
+        kernel="dequant",
+        qtype=name,
+        N=n,
+        K=k,
+        median_us=deq_us,
+        weight_GBps=wbytes / deq_us / 1e3,
+        rel_err=rel_err(out, w64),
+        notes=f"to bf16; graph replay of {args.calls} calls",
+        plain_us=deq_plain,
+        rw_GBps=rw,
+    )
     results[name]["dequant"] = (deq_us, rw)
 
     for m in ms:
@@ -125,37 +141,96 @@ def bench_type(q: QuantType, n: int, k: int, ms: list[int], rows: Rows, args: ar
         flops = 2.0 * m * n * k
         int8 = m <= 8 and q != QuantType.MXFP8_E4M3
         if int8:  # the bf16 arithmetic too, for the record (auto takes int8 here)
-            t, p = time_calls(lambda r: torch.ops.lowbit.mmvq(x, ws[r % copies], int(q), scales=ss[r % copies], math="bf16"), args.calls, args.iters)
+            t, p = time_calls(
+                lambda r: torch.ops.lowbit.mmvq(x, ws[r % copies], int(q), scales=ss[r % copies], math="bf16"),  # noqa: B023 (timed at once)
+                args.calls,
+                args.iters,
+            )
             err = rel_err(torch.ops.lowbit.mmvq(x, w0, int(q), scales=s0, math="bf16"), ref)
-            rows.add(op="dense", kernel="mmvq_bf16", qtype=name, N=n, K=k, M=m, median_us=t, weight_GBps=wbytes / t / 1e3,
-                     tflops=flops / t / 1e6, rel_err=err, notes=f"bf16 activations, math=bf16; graph replay of {args.calls} calls", plain_us=p)
+            rows.add(
+                op="dense",
+                kernel="mmvq_bf16",
+                qtype=name,
+                N=n,
+                K=k,
+                M=m,
+                median_us=t,
+                weight_GBps=wbytes / t / 1e3,
+                tflops=flops / t / 1e6,
+                rel_err=err,
+                notes=f"bf16 activations, math=bf16; graph replay of {args.calls} calls",
+                plain_us=p,
+            )
         if m <= 16:
-            t, p = time_calls(lambda r: torch.ops.lowbit.mmvq(x, ws[r % copies], int(q), scales=ss[r % copies]), args.calls, args.iters)
+            t, p = time_calls(
+                lambda r: torch.ops.lowbit.mmvq(x, ws[r % copies], int(q), scales=ss[r % copies]),  # noqa: B023 (timed at once)
+                args.calls,
+                args.iters,
+            )
             err = rel_err(torch.ops.lowbit.mmvq(x, w0, int(q), scales=s0), ref)
             note = "bf16 activations, math=" + ("int8 (q8 per 32 in the kernel)" if int8 else "bf16")
         else:  # MMVQ in passes of 16 tokens (data for the dispatcher's threshold)
-            t, p = time_calls(lambda r: torch.ops.lowbit.linear(x, ws[r % copies], int(q), scales=ss[r % copies], kernel="mmvq"), args.calls, args.iters)
+            t, p = time_calls(
+                lambda r: torch.ops.lowbit.linear(x, ws[r % copies], int(q), scales=ss[r % copies], kernel="mmvq"),  # noqa: B023 (timed at once)
+                args.calls,
+                args.iters,
+            )
             err = rel_err(torch.ops.lowbit.linear(x, w0, int(q), scales=s0, kernel="mmvq"), ref)
             note = f"bf16 activations; {math.ceil(m / 16)} passes of 16 tokens"
-        rows.add(op="dense", kernel="mmvq", qtype=name, N=n, K=k, M=m, median_us=t, weight_GBps=wbytes / t / 1e3,
-                 tflops=flops / t / 1e6, rel_err=err, notes=f"{note}; graph replay of {args.calls} calls", plain_us=p)
+        rows.add(
+            op="dense",
+            kernel="mmvq",
+            qtype=name,
+            N=n,
+            K=k,
+            M=m,
+            median_us=t,
+            weight_GBps=wbytes / t / 1e3,
+            tflops=flops / t / 1e6,
+            rel_err=err,
+            notes=f"{note}; graph replay of {args.calls} calls",
+            plain_us=p,
+        )
         results[name][("mmvq", m)] = t
+
         def dq_mm(r: int) -> torch.Tensor:
             wb = lowbit.dequantize(ws[r % copies], q, scales=ss[r % copies], dtype=torch.bfloat16)
-            return torch.matmul(x, wb.T)
+            return torch.matmul(x, wb.T)  # noqa: B023 (timed at once)
+
         t, p = time_calls(dq_mm, args.calls, args.iters)
         err = rel_err(dq_mm(0), ref)
-        rows.add(op="dense", kernel="dequant_matmul", qtype=name, N=n, K=k, M=m, median_us=t, weight_GBps=wbytes / t / 1e3,
-                 tflops=flops / t / 1e6, rel_err=err, notes=f"lowbit.dequantize + torch.matmul bf16; graph replay of {args.calls} calls", plain_us=p)
+        rows.add(
+            op="dense",
+            kernel="dequant_matmul",
+            qtype=name,
+            N=n,
+            K=k,
+            M=m,
+            median_us=t,
+            weight_GBps=wbytes / t / 1e3,
+            tflops=flops / t / 1e6,
+            rel_err=err,
+            notes=f"lowbit.dequantize + torch.matmul bf16; graph replay of {args.calls} calls",
+            plain_us=p,
+        )
         results[name][("dequant_matmul", m)] = t
         choice = lowbit.select_kernel(q, m, n, k, dev)
-        t, p = time_calls(lambda r: lowbit.linear(x, ws[r % copies], q, scales=ss[r % copies]), args.calls, args.iters)
-        rows.add(op="dense", kernel="auto", qtype=name, N=n, K=k, M=m, median_us=t, weight_GBps=wbytes / t / 1e3,
-                 tflops=flops / t / 1e6, rel_err=rel_err(lowbit.linear(x, w0, q, scales=s0), ref),
-                 notes=f"dispatcher chose {choice['kernel']}; graph replay of {args.calls} calls", plain_us=p)
+        t, p = time_calls(lambda r: lowbit.linear(x, ws[r % copies], q, scales=ss[r % copies]), args.calls, args.iters)  # noqa: B023 (timed at once)
+        rows.add(
+            op="dense",
+            kernel="auto",
+            qtype=name,
+            N=n,
+            K=k,
+            M=m,
+            median_us=t,
+            weight_GBps=wbytes / t / 1e3,
+            tflops=flops / t / 1e6,
+            rel_err=rel_err(lowbit.linear(x, w0, q, scales=s0), ref),
+            notes=f"dispatcher chose {choice['kernel']}; graph replay of {args.calls} calls",
+            plain_us=p,
+        )
         results[name][("auto", m)] = t
-    del ws, ss
-    torch.cuda.empty_cache()
 
 
 def bench_bf16(n: int, k: int, ms: list[int], rows: Rows, args: argparse.Namespace, results: dict) -> None:
@@ -164,13 +239,23 @@ def bench_bf16(n: int, k: int, ms: list[int], rows: Rows, args: argparse.Namespa
     ws = [torch.randn(n, k, device=dev, dtype=torch.bfloat16) for _ in range(copies)]
     for m in ms:
         x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-        t, p = time_calls(lambda r: torch.matmul(x, ws[r % copies].T), args.calls, args.iters)
+        t, p = time_calls(lambda r: torch.matmul(x, ws[r % copies].T), args.calls, args.iters)  # noqa: B023 (timed at once)
         err = rel_err(torch.matmul(x, ws[0].T), x.double() @ ws[0].double().T)
-        rows.add(op="dense", kernel="bf16_matmul", qtype="bf16", N=n, K=k, M=m, median_us=t, weight_GBps=2 * n * k / t / 1e3,
-                 tflops=2.0 * m * n * k / t / 1e6, rel_err=err, notes=f"torch.matmul on a bf16 weight; graph replay of {args.calls} calls", plain_us=p)
+        rows.add(
+            op="dense",
+            kernel="bf16_matmul",
+            qtype="bf16",
+            N=n,
+            K=k,
+            M=m,
+            median_us=t,
+            weight_GBps=2 * n * k / t / 1e3,
+            tflops=2.0 * m * n * k / t / 1e6,
+            rel_err=err,
+            notes=f"torch.matmul on a bf16 weight; graph replay of {args.calls} calls",
+            plain_us=p,
+        )
         results.setdefault("bf16", {})[("bf16_matmul", m)] = t
-    del ws
-    torch.cuda.empty_cache()
 
 
 def summary(results: dict, ms: list[int], n: int, k: int) -> list[str]:
@@ -211,7 +296,9 @@ def summary(results: dict, ms: list[int], n: int, k: int) -> list[str]:
         lines.append(f"{name:<12}" + "".join(cells))
     if m1_speedups:
         gm = math.exp(sum(math.log(s) for s in m1_speedups) / len(m1_speedups))
-        lines.append(f"M=1 geometric mean speedup over ggml across {len(m1_speedups)} I-quants: {gm:.2f}x (target 1.5x)")
+        lines.append(
+            f"M=1 geometric mean speedup over ggml across {len(m1_speedups)} I-quants: {gm:.2f}x (target 1.5x)"
+        )
         if gm < 1.5:
             target_fail.append(f"M=1 geomean {gm:.2f}x < 1.5x")
     lines.append("targets: " + ("all met" if not target_fail else "MISSED: " + "; ".join(target_fail)))
@@ -235,9 +322,11 @@ def main() -> int:
     rows = Rows(gpu, commit, date)
     results: dict = {}
     bench_bf16(args.n, args.k, ms, rows, args, results)
+    torch.cuda.empty_cache()  # the rotating weights of the call before
     for name in args.types.split(","):
         q = lowbit.as_quant_type(name)
         bench_type(q, args.n, args.k, ms, rows, args, results)
+        torch.cuda.empty_cache()
         print(f"done {name}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"dense-{date}-{commit}.csv"

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build|test|sanitize-gtest|sanitize|bench|gbench|gdb ...]
+#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|bench|ab|gbench|gdb ...]
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
 #   bit-exact decode tests skip there. LOWBIT_COMMIT names the commit in the CSVs (no .git there).
+#   A/B against another commit: `mkdir ab-base && git archive REV | tar -x -C ab-base` here (ignored;
+#   carry it), then `build-base build ... ab`: build-base compiles ab-base's extension in the
+#   background, ab waits for it and runs benchmarks/ab_mmvq.py on AB_TYPES (default: the nine
+#   I-quants) at AB_M (default 1,2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/lowbit-out}"
@@ -18,14 +22,30 @@ fi
 export PYTHONPATH="$PWD/python:${PYTHONPATH:-}"
 export LOWBIT_COMMIT="${LOWBIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
+use_system_cxx() {
+  # The torch process runs on the system libstdc++; a toolchain that links its own copy into
+  # lowbit._C gives two C++ runtimes in one process (iostreams crash). Prefer the system g++.
+  for cxx in /usr/bin/g++ /usr/bin/g++-13 /usr/bin/g++-12; do
+    if [ -x "$cxx" ]; then export CXX="$cxx" CUDAHOSTCXX="$cxx"; break; fi
+  done
+}
+base_pid=""
 for step in "${steps[@]}"; do
   case "$step" in
+    build-base)
+      [ -d ab-base ] || { echo "build-base: no ab-base/ (see the header)"; exit 1; }
+      use_system_cxx
+      ( cd ab-base && cmake -S . -B build-dev -G Ninja -DLOWBIT_CUDA=ON -DLOWBIT_CUDA_ARCHS=90a -DLOWBIT_BUILD_PYTHON=ON \
+          -DPython_EXECUTABLE="$(command -v python3)" > "$OUT/build-base.log" 2>&1 &&
+          cmake --build build-dev -j 6 --target _C >> "$OUT/build-base.log" 2>&1 ) &
+      base_pid=$! ;;
+    ab)
+      if [ -n "$base_pid" ]; then wait "$base_pid"; rc=$?; echo "build-base rc=$rc"; [ $rc -eq 0 ] || { tail -20 "$OUT/build-base.log"; exit 1; }; fi
+      python3 benchmarks/ab_mmvq.py --build new=python --build base=ab-base/python \
+        --types "${AB_TYPES:-iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,iq4_nl,iq4_xs}" --m "${AB_M:-1,2}" \
+        > "$OUT/ab.txt" 2>&1; echo "ab rc=$?"; cat "$OUT/ab.txt" ;;
     build)
-      # The torch process runs on the system libstdc++; a toolchain that links its own copy into
-      # lowbit._C gives two C++ runtimes in one process (iostreams crash). Prefer the system g++.
-      for cxx in /usr/bin/g++ /usr/bin/g++-13 /usr/bin/g++-12; do
-        if [ -x "$cxx" ]; then export CXX="$cxx" CUDAHOSTCXX="$cxx"; break; fi
-      done
+      use_system_cxx
       echo "CXX=${CXX:-default} $(${CXX:-g++} --version | head -1)"
       cmake -S . -B build-dev -G Ninja -DLOWBIT_CUDA=ON -DLOWBIT_CUDA_ARCHS=90a -DLOWBIT_BUILD_PYTHON=ON \
         -DPython_EXECUTABLE="$(command -v python3)" > "$OUT/build.log" 2>&1 &&

@@ -35,7 +35,9 @@ void store_row(const float* src, int64_t k, void* dst, FloatType type) {
   detail::fail("dtype: unsupported output float type ", static_cast<int>(type));
 }
 
-size_t element_size(FloatType type) { return type == FloatType::F32 ? 4 : 2; }
+size_t element_size(FloatType type) {
+  return type == FloatType::F32 ? 4 : 2;
+}
 
 }  // namespace
 
@@ -44,8 +46,8 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
   const int64_t bytes = row_bytes(t, k);
   LOWBIT_CHECK(rows >= 0, "rows: must be >= 0, got ", rows);
   LOWBIT_CHECK(w.data != nullptr || rows == 0, "w: data pointer is null");
-  LOWBIT_CHECK(w.row_stride >= bytes || rows <= 1, "w: row stride ", w.row_stride, " is shorter than a row (",
-               bytes, " bytes)");
+  LOWBIT_CHECK(w.row_stride >= bytes || rows <= 1, "w: row stride ", w.row_stride, " is shorter than a row (", bytes,
+               " bytes)");
   LOWBIT_CHECK(out != nullptr || rows == 0, "out: pointer is null");
   LOWBIT_CHECK(out_row_stride >= k || rows <= 1, "out: row stride ", out_row_stride, " is shorter than K = ", k);
   const bool split = weight_type_info(static_cast<int64_t>(t)).split_scales;

@@ -53,8 +53,8 @@ std::vector<float> dequantize_expert(QuantType t, const WeightView& w, int64_t e
 }
 }  // namespace
 
-void fused_moe(const float* x, int64_t tokens, const MoeLayer& L, const float* topk_weights,
-               const int64_t* topk_ids, int64_t top_k, float* out) {
+void fused_moe(const float* x, int64_t tokens, const MoeLayer& L, const float* topk_weights, const int64_t* topk_ids,
+               int64_t top_k, float* out) {
   const int64_t H = L.hidden, I = L.intermediate, E = L.local_experts;
   LOWBIT_CHECK(tokens >= 0 && top_k >= 0, "topk_ids: tokens and top_k must be >= 0");
   LOWBIT_CHECK(H > 0 && I > 0 && E >= 0, "w13/w2: hidden, intermediate and expert counts must be positive");

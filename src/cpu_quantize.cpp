@@ -23,8 +23,8 @@ float block_amax(const float* x, int n) {
 }
 
 void require_finite_block(float amax, QuantType t, int64_t row, int64_t block) {
-  LOWBIT_CHECK(std::isfinite(amax), "w: row ", row, " block ", block, " holds NaN or Inf, which ",
-               type_name(t), " cannot represent");
+  LOWBIT_CHECK(std::isfinite(amax), "w: row ", row, " block ", block, " holds NaN or Inf, which ", type_name(t),
+               " cannot represent");
 }
 
 template <class Spec>
@@ -34,7 +34,8 @@ void quantize_split_row(const float* x, int64_t k, ScaleRule rule, uint8_t* elem
     const uint8_t code = mx_scale_code<Spec>(block_amax(xb, kMxBlock), rule);
     scales[b] = code;
     if constexpr (Spec::kMantBits == 3) {
-      for (int i = 0; i < kMxBlock; ++i) elements[b * kMxBlock + i] = static_cast<uint8_t>(encode_mx_element<Spec>(xb[i], code));
+      for (int i = 0; i < kMxBlock; ++i)
+        elements[b * kMxBlock + i] = static_cast<uint8_t>(encode_mx_element<Spec>(xb[i], code));
     } else {
       for (int i = 0; i < kMxBlock / 2; ++i) {
         const uint32_t even = encode_mx_element<Spec>(xb[2 * i], code);
@@ -93,14 +94,13 @@ void quantize_q8_row(const float* x, int64_t k, QuantType t, int64_t row, uint8_
 
 }  // namespace
 
-void quantize(QuantType t, const float* x, int64_t rows, int64_t k, ScaleRule rule, uint8_t* data,
-              uint8_t* scales) {
+void quantize(QuantType t, const float* x, int64_t rows, int64_t k, ScaleRule rule, uint8_t* data, uint8_t* scales) {
   const TypeInfo* info = find_type(static_cast<int64_t>(t));
   LOWBIT_CHECK(info != nullptr && info->has_quantizer, "qtype: lowbit has no quantizer for ",
                info ? info->name : "this id", " (it quantizes to mxfp8_e4m3, mxfp4_split, mxfp4, q8_0, q8_1)");
   LOWBIT_CHECK(rows >= 0, "rows: must be >= 0, got ", rows);
-  LOWBIT_CHECK(k > 0 && k % info->block_elems == 0, "k: K = ", k, " must be a positive multiple of ",
-               info->block_elems, " to quantize to ", info->name);
+  LOWBIT_CHECK(k > 0 && k % info->block_elems == 0, "k: K = ", k, " must be a positive multiple of ", info->block_elems,
+               " to quantize to ", info->name);
   LOWBIT_CHECK(rule == ScaleRule::kOcpFloor || rule == ScaleRule::kRoundUp, "scale_rule: unknown rule ",
                static_cast<int>(rule));
   LOWBIT_CHECK(rows == 0 || (x != nullptr && data != nullptr), "x/data: null pointer");

@@ -13,7 +13,9 @@ constexpr int64_t kGgufBlockBytes = sizeof(BlockMxfp4);
 constexpr int64_t kSplitBlockBytes = kMxBlock / 2;  // 32 E2M1 codes, two per byte
 constexpr int kHalfBlock = kMxBlock / 2;            // GGUF splits a block into a low and a high half
 
-void check_rows(int64_t rows) { LOWBIT_CHECK(rows >= 0, "rows: must be >= 0, got ", rows); }
+void check_rows(int64_t rows) {
+  LOWBIT_CHECK(rows >= 0, "rows: must be >= 0, got ", rows);
+}
 
 void check_buffer(const void* p, int64_t rows, const char* arg) {
   // An empty batch may come with null pointers (torch hands out null data for empty tensors).
@@ -28,7 +30,9 @@ int64_t mx_scales_per_row(int64_t k, const char* arg) {
   return k / kMxBlock;
 }
 
-int64_t mx_scale_pairs_per_row(int64_t scales_per_row) { return (scales_per_row + 1) / 2; }
+int64_t mx_scale_pairs_per_row(int64_t scales_per_row) {
+  return (scales_per_row + 1) / 2;
+}
 
 void pair_mx_scales(const uint8_t* scales, uint8_t* paired, int64_t rows, int64_t scales_per_row) {
   check_rows(rows);
@@ -46,8 +50,7 @@ void pair_mx_scales(const uint8_t* scales, uint8_t* paired, int64_t rows, int64_
 
 void unpair_mx_scales(const uint8_t* paired, uint8_t* scales, int64_t rows, int64_t scales_per_row) {
   check_rows(rows);
-  LOWBIT_CHECK(scales_per_row > 0, "k: a row must hold at least one 32-element block, got ", scales_per_row,
-               " scales");
+  LOWBIT_CHECK(scales_per_row > 0, "k: a row must hold at least one 32-element block, got ", scales_per_row, " scales");
   check_buffer(paired, rows, "paired");
   check_buffer(scales, rows, "scales");
   const int64_t paired_row = 2 * mx_scale_pairs_per_row(scales_per_row);
@@ -57,8 +60,8 @@ void unpair_mx_scales(const uint8_t* paired, uint8_t* scales, int64_t rows, int6
       LOWBIT_CHECK(src[scales_per_row] == 0x00, "paired: row ", r, " has padding byte 0x", std::hex,
                    static_cast<int>(src[scales_per_row]), std::dec, " at [", scales_per_row / 2,
                    ", 1]; for K/32 = ", scales_per_row,
-                   " (odd) it must be 0x00. A real scale there means k is wrong (the paired row holds ",
-                   paired_row, " scales)");
+                   " (odd) it must be 0x00. A real scale there means k is wrong (the paired row holds ", paired_row,
+                   " scales)");
     }
     std::memcpy(scales + r * scales_per_row, src, static_cast<size_t>(scales_per_row));
   }

@@ -11,19 +11,14 @@ namespace {
 template <class Traits>
 TypeInfo weight_info(bool has_quantizer) {
   const double scale_bits = Traits::kSplitScales ? 8.0 : 0.0;
-  return TypeInfo{Traits::kType,
-                  Traits::kName,
-                  Traits::kBlockElems,
-                  Traits::kBlockBytes,
-                  Traits::kSplitScales,
-                  /*is_weight=*/true,
-                  has_quantizer,
-                  (8.0 * Traits::kBlockBytes + scale_bits) / Traits::kBlockElems};
+  return TypeInfo{
+      Traits::kType,       Traits::kName,        Traits::kBlockElems,
+      Traits::kBlockBytes, Traits::kSplitScales,
+      /*is_weight=*/true,  has_quantizer,        (8.0 * Traits::kBlockBytes + scale_bits) / Traits::kBlockElems};
 }
 
 bool has_quantizer(QuantType t) {
-  return t == QuantType::Q8_0 || t == QuantType::MXFP4 || t == QuantType::MXFP8_E4M3 ||
-         t == QuantType::MXFP4_SPLIT;
+  return t == QuantType::Q8_0 || t == QuantType::MXFP4 || t == QuantType::MXFP8_E4M3 || t == QuantType::MXFP4_SPLIT;
 }
 
 std::vector<TypeInfo> make_types() {

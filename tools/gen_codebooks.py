@@ -51,8 +51,10 @@ def emit(name: str, words: list[int], digits: int, per_line: int) -> str:
 
 
 def main() -> None:
-    out_path = Path(sys.argv[1]) if len(sys.argv) > 1 else (
-        Path(__file__).resolve().parents[1] / "include/lowbit/formats/codebook_data.h"
+    out_path = (
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else (Path(__file__).resolve().parents[1] / "include/lowbit/formats/codebook_data.h")
     )
     import gguf
 

@@ -94,8 +94,8 @@ void BM_Mmvq(benchmark::State& state, lowbit::QuantType t) {
   timed(state, w, [&](const lowbit::WeightView& v) {
     lowbit::cuda::mmvq(t, v, kN, kK, x, lowbit::FloatType::BF16, m, kK, y, kN, nullptr);
   });
-  state.counters["weight_GBps"] = benchmark::Counter(static_cast<double>(kN * w.row_bytes),
-                                                     benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_GBps"] =
+      benchmark::Counter(static_cast<double>(kN * w.row_bytes), benchmark::Counter::kIsIterationInvariantRate);
   cudaFree(x);
   cudaFree(y);
 }

@@ -11,8 +11,12 @@
 
 namespace lowbit::cuda_detail {
 
-__device__ __forceinline__ uint32_t bf162_bits(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
-__device__ __forceinline__ __nv_bfloat162 bits_bf162(uint32_t u) { return *reinterpret_cast<__nv_bfloat162*>(&u); }
+__device__ __forceinline__ uint32_t bf162_bits(__nv_bfloat162 v) {
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+__device__ __forceinline__ __nv_bfloat162 bits_bf162(uint32_t u) {
+  return *reinterpret_cast<__nv_bfloat162*>(&u);
+}
 
 // Magnitudes m <= 128 become bf16 128 + m by placing each byte under the exponent byte 0x43
 // (0x4300 | m is 128 + m for m < 128, and 0x4380 is 256 = 128 + 128). One fused multiply-add

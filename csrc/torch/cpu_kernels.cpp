@@ -20,8 +20,7 @@ void dequantize_rows(const WeightArg& w, int64_t first, int64_t rows, at::Tensor
     v.data = static_cast<const uint8_t*>(w.view.data) + begin * w.view.row_stride;
     v.scales = w.view.scales ? w.view.scales + begin * w.view.scale_row_stride : nullptr;
     translate_errors([&] {
-      cpu::dequantize(w.type, v, end - begin, w.k, dst + static_cast<size_t>((begin - first) * w.k) * elem, type,
-                      w.k);
+      cpu::dequantize(w.type, v, end - begin, w.k, dst + static_cast<size_t>((begin - first) * w.k) * elem, type, w.k);
     });
   });
 }

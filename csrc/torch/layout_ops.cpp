@@ -48,8 +48,12 @@ std::vector<int64_t> with_trailing(const at::Tensor& t, int64_t drop, std::initi
   return shape;
 }
 
-const uint8_t* bytes_of(const at::Tensor& t) { return static_cast<const uint8_t*>(t.data_ptr()); }
-uint8_t* bytes_of(at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
+const uint8_t* bytes_of(const at::Tensor& t) {
+  return static_cast<const uint8_t*>(t.data_ptr());
+}
+uint8_t* bytes_of(at::Tensor& t) {
+  return static_cast<uint8_t*>(t.data_ptr());
+}
 
 // ---- shapes (shared by the CPU and Meta kernels) -------------------------------------------------
 
@@ -124,9 +128,8 @@ std::tuple<at::Tensor, at::Tensor> gguf_to_split_cpu(const at::Tensor& blocks) {
   const at::Tensor src = blocks.contiguous();
   at::Tensor elements = at::empty(with_trailing(src, 1, {k / 2}), src.options());
   at::Tensor scales = at::empty(with_trailing(src, 1, {k / kMxBlockElems}), src.options());
-  translate_errors([&] {
-    mxfp4_gguf_to_split(bytes_of(src), bytes_of(elements), bytes_of(scales), leading_rows(src, 1), k);
-  });
+  translate_errors(
+      [&] { mxfp4_gguf_to_split(bytes_of(src), bytes_of(elements), bytes_of(scales), leading_rows(src, 1), k); });
   return {elements, scales};
 }
 
@@ -135,15 +138,17 @@ at::Tensor split_to_gguf_cpu(const at::Tensor& elements, const at::Tensor& scale
   // Both inputs are byte tensors whatever their dtype; read them as bytes.
   const at::Tensor el = elements.contiguous().view(at::kByte);
   const at::Tensor sc = scales.contiguous().view(at::kByte);
-  at::Tensor out = at::empty(with_trailing(el, 1, {k / kMxBlockElems * kGgufMxfp4BlockBytes}),
-                             el.options().dtype(at::kByte));
+  at::Tensor out =
+      at::empty(with_trailing(el, 1, {k / kMxBlockElems * kGgufMxfp4BlockBytes}), el.options().dtype(at::kByte));
   translate_errors([&] { mxfp4_split_to_gguf(bytes_of(el), bytes_of(sc), bytes_of(out), leading_rows(el, 1), k); });
   return out;
 }
 
 // ---- Meta (shapes only, for torch.compile) ------------------------------------------------------
 
-at::Tensor pair_scales_meta(const at::Tensor& scales) { return at::empty(paired_shape(scales), scales.options()); }
+at::Tensor pair_scales_meta(const at::Tensor& scales) {
+  return at::empty(paired_shape(scales), scales.options());
+}
 
 at::Tensor unpair_scales_meta(const at::Tensor& paired, int64_t k) {
   return at::empty(unpaired_shape(paired, k), paired.options());

@@ -39,12 +39,12 @@ LinearPlan plan_linear(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
 LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
                      c10::string_view math) {
   LinearPlan p = plan_linear(x, w, qtype, scales, std::nullopt);
-  TORCH_CHECK_VALUE(x.dim() == 2 && x.size(0) >= 1 && x.size(0) <= kMmvqMaxTokens, "x must be [M, K] with 1 <= M <= ",
-                    kMmvqMaxTokens, " for mmvq, got shape ", x.sizes());
+  TORCH_CHECK_VALUE(x.dim() == 2 && x.size(0) >= 1 && x.size(0) <= kMmvqMaxTokens,
+                    "x must be [M, K] with 1 <= M <= ", kMmvqMaxTokens, " for mmvq, got shape ", x.sizes());
   p.math = translate_errors([&] { return parse_mmvq_math(std::string(math), "math"); });
-  TORCH_CHECK_VALUE(p.math != MmvqMath::kInt8 || mmvq_int8_supported(p.w.type, p.m), "math: \"int8\" serves M <= ",
-                    kMmvqInt8MaxTokens, " tokens of every type but mxfp8_e4m3; got ", type_name(p.w.type), " with M = ",
-                    p.m);
+  TORCH_CHECK_VALUE(p.math != MmvqMath::kInt8 || mmvq_int8_supported(p.w.type, p.m),
+                    "math: \"int8\" serves M <= ", kMmvqInt8MaxTokens, " tokens of every type but mxfp8_e4m3; got ",
+                    type_name(p.w.type), " with M = ", p.m);
   return p;
 }
 
@@ -88,8 +88,8 @@ FusedMoePlan plan_fused_moe(const at::Tensor& x, const at::Tensor& w13, const at
   TORCH_CHECK_VALUE(w13.dim() == 3, "w13 must be 3-D [E, 2I, row_bytes], got shape ", w13.sizes());
   TORCH_CHECK_VALUE(w2.dim() == 3, "w2 must be 3-D [E, H, row_bytes], got shape ", w2.sizes());
   FusedMoePlan p{weight_arg(w13, w13_type, -1, w13_scales, "w13", "w13_scales", true, "w13_type"),
-                 weight_arg(w2, w2_type, -1, w2_scales, "w2", "w2_scales", true, "w2_type"),
-                 0, 0, 0, 0, 0, 0, parse_activation(activation)};
+                 weight_arg(w2, w2_type, -1, w2_scales, "w2", "w2_scales", true, "w2_type")};
+  p.activation = parse_activation(activation);
   check_activation(x, "x", w13, "w13");
   check_same_device(w2, "w2", w13, "w13");
   check_same_device(topk_weights, "topk_weights", w13, "w13");
@@ -101,15 +101,14 @@ FusedMoePlan plan_fused_moe(const at::Tensor& x, const at::Tensor& w13, const at
   TORCH_CHECK_VALUE(p.w13.k == p.hidden, "w13 rows hold K = ", p.w13.k, " weights but x has H = ", p.hidden);
   TORCH_CHECK_VALUE(p.w13.rows % 2 == 0, "w13 must have an even number of rows (gate then up), got ", p.w13.rows);
   p.intermediate = p.w13.rows / 2;
-  TORCH_CHECK_VALUE(p.w2.experts == p.local_experts, "w2 has ", p.w2.experts, " experts but w13 has ",
-                    p.local_experts);
+  TORCH_CHECK_VALUE(p.w2.experts == p.local_experts, "w2 has ", p.w2.experts, " experts but w13 has ", p.local_experts);
   TORCH_CHECK_VALUE(p.w2.rows == p.hidden && p.w2.k == p.intermediate, "w2 must be [E, H, I] = [", p.local_experts,
                     ", ", p.hidden, ", ", p.intermediate, "] in weights, got [", p.w2.experts, ", ", p.w2.rows, ", ",
                     p.w2.k, "]");
   TORCH_CHECK_VALUE(topk_ids.scalar_type() == at::kInt || topk_ids.scalar_type() == at::kLong,
                     "topk_ids must be int32 or int64, got ", topk_ids.scalar_type());
-  TORCH_CHECK_VALUE(topk_ids.dim() == 2 && topk_ids.size(0) == p.tokens, "topk_ids must have shape [T, top_k] with T = ",
-                    p.tokens, ", got ", topk_ids.sizes());
+  TORCH_CHECK_VALUE(topk_ids.dim() == 2 && topk_ids.size(0) == p.tokens,
+                    "topk_ids must have shape [T, top_k] with T = ", p.tokens, ", got ", topk_ids.sizes());
   p.top_k = topk_ids.size(1);
   TORCH_CHECK_VALUE(topk_weights.sizes() == topk_ids.sizes(), "topk_weights must have the shape of topk_ids ",
                     topk_ids.sizes(), ", got ", topk_weights.sizes());

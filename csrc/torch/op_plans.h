@@ -45,8 +45,8 @@ QuantizePlan plan_quantize(const at::Tensor& w, int64_t qtype, int64_t scale_rul
 
 struct FusedMoePlan {
   WeightArg w13, w2;
-  int64_t tokens, top_k, hidden, intermediate, local_experts, expert_begin;
-  Activation activation;
+  int64_t tokens = 0, top_k = 0, hidden = 0, intermediate = 0, local_experts = 0, expert_begin = 0;
+  Activation activation{};
 };
 FusedMoePlan plan_fused_moe(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2,
                             const at::Tensor& topk_weights, const at::Tensor& topk_ids, int64_t w13_type,

@@ -10,7 +10,9 @@
 namespace lowbit::torch_ops {
 namespace {
 
-bool is_byte_like(const at::Tensor& t) { return t.scalar_type() == at::kByte; }
+bool is_byte_like(const at::Tensor& t) {
+  return t.scalar_type() == at::kByte;
+}
 
 bool element_dtype_ok(QuantType t, const at::Tensor& w) {
   if (is_byte_like(w)) return true;
@@ -64,7 +66,7 @@ WeightArg weight_arg(const at::Tensor& w, int64_t qtype, int64_t k, const std::o
                     allow_3d ? "2-D [N, row_bytes] or 3-D [E, N, row_bytes]" : "2-D [N, row_bytes]", ", got shape ",
                     w.sizes());
   TORCH_CHECK_VALUE(element_dtype_ok(info.type, w), w_name, " must be uint8 bytes",
-                    info.type == QuantType::MXFP8_E4M3   ? " (or float8_e4m3fn)"
+                    info.type == QuantType::MXFP8_E4M3    ? " (or float8_e4m3fn)"
                     : info.type == QuantType::MXFP4_SPLIT ? " (or float4_e2m1fn_x2)"
                                                           : "",
                     " for ", info.name, ", got ", w.scalar_type());

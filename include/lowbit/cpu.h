@@ -27,8 +27,7 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
 //   MXFP4 (GGUF), Q8_0, Q8_1: data = blocks [rows, row_bytes]; scales unused (may be null).
 // NaN policy: a split MX block holding NaN or +-Inf gets scale 0xFF (NaN) and zero elements, so
 // it dequantizes to NaN; GGUF types cannot represent such a block and the call throws.
-void quantize(QuantType t, const float* x, int64_t rows, int64_t k, ScaleRule rule, uint8_t* data,
-              uint8_t* scales);
+void quantize(QuantType t, const float* x, int64_t rows, int64_t k, ScaleRule rule, uint8_t* data, uint8_t* scales);
 
 // y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]), accumulated in double. x, y row-major.
 void linear(const float* x, int64_t m, QuantType t, const WeightView& w, int64_t n, int64_t k, const float* bias,

@@ -25,20 +25,20 @@ enum class QuantType : int32_t {
   IQ1_M = 29,
   MXFP4 = 39,  // GGUF MXFP4: E8M0 byte + 16 bytes, low nibble = element j, high = element j+16
   // lowbit's split MX layouts: elements tensor + separate E8M0 scale tensor [N, K/32].
-  MXFP8_E4M3 = 1001,  // elements: E4M3 bytes [N, K]
+  MXFP8_E4M3 = 1001,   // elements: E4M3 bytes [N, K]
   MXFP4_SPLIT = 1002,  // elements: E2M1 packed two per byte [N, K/2], even element in low nibble
 };
 
 // Static facts about one type, available at run time.
 struct TypeInfo {
   QuantType type;
-  const char* name;       // lower case, as ggml spells it (lowbit's own names for split types)
-  int block_elems;        // elements sharing one block (K must be a multiple)
-  int block_bytes;        // bytes of one block in the weight (elements) tensor
-  bool split_scales;      // E8M0 scales live in a separate [N, K/32] tensor
-  bool is_weight;         // false for activation-only formats (Q8_1)
-  bool has_quantizer;     // lowbit::ref can produce it from float
-  double bits_per_weight; // including scales
+  const char* name;        // lower case, as ggml spells it (lowbit's own names for split types)
+  int block_elems;         // elements sharing one block (K must be a multiple)
+  int block_bytes;         // bytes of one block in the weight (elements) tensor
+  bool split_scales;       // E8M0 scales live in a separate [N, K/32] tensor
+  bool is_weight;          // false for activation-only formats (Q8_1)
+  bool has_quantizer;      // lowbit::ref can produce it from float
+  double bits_per_weight;  // including scales
 };
 
 // Every type lowbit knows, weight types first.

@@ -7,7 +7,7 @@ import json
 import statistics
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -36,7 +36,9 @@ def _timed(fn: Callable[[], torch.Tensor], device: torch.device, reps: int) -> t
 def _random_gguf_blocks(qtype: QuantType, n: int, k: int, gen: torch.Generator) -> torch.Tensor:
     """Random bytes with a realistic fp16 scale: a stand-in for a tensor read from a GGUF file."""
     info = next(t for t in lowbit.capabilities()["types"].values() if t["id"] == int(qtype))
-    blocks = torch.randint(0, 256, (n * k // info["block_elems"], info["block_bytes"]), generator=gen, dtype=torch.uint8)
+    blocks = torch.randint(
+        0, 256, (n * k // info["block_elems"], info["block_bytes"]), generator=gen, dtype=torch.uint8
+    )
     d = (torch.rand(blocks.shape[0], generator=gen) * 3e-3 + 1e-3).to(torch.float16)
     blocks[:, 0:2] = d.view(torch.uint8).reshape(-1, 2)
     return blocks.reshape(n, -1)
@@ -51,7 +53,7 @@ def demo(args: argparse.Namespace) -> int:
     weights: list[tuple[str, QuantType, torch.Tensor, torch.Tensor | None]] = []
     for q in (QuantType.MXFP8_E4M3, QuantType.MXFP4, QuantType.Q8_0):
         data, scales = lowbit.quantize(dense, q)
-        weights.append((f"quantized by lowbit.quantize", q, data, scales))
+        weights.append(("quantized by lowbit.quantize", q, data, scales))
     for q in (QuantType.IQ4_XS, QuantType.IQ3_S, QuantType.IQ2_XXS, QuantType.IQ1_S):
         weights.append(("GGUF blocks (random stand-in)", q, _random_gguf_blocks(q, n, k, gen), None))
     x = torch.randn(m, k, generator=gen).to(torch.bfloat16)
@@ -63,14 +65,15 @@ def demo(args: argparse.Namespace) -> int:
         wd = data.to(device)
         sd = None if scales is None else scales.to(device)
         xd = x.to(device)
-        y, us = _timed(lambda: lowbit.linear(xd, wd, q, scales=sd), device, args.reps)
+        y, us = _timed(lambda: lowbit.linear(xd, wd, q, scales=sd), device, args.reps)  # noqa: B023 (called at once)
         ref = x.double() @ lowbit.dequantize(data, q, scales=scales).double().T
         err = float(torch.linalg.vector_norm(y.cpu().double() - ref) / torch.linalg.vector_norm(ref))
         worst = max(worst, err)
         ran = "CUDA kernels" if device.type == "cuda" else "CPU: lowbit decode + torch matmul"
         print(f"{q.type_name:<12} {source:<38} {ran:<34} {us:>8.1f}us {err:>9.2e}")
     ok = worst < 1e-2
-    print(f"checked against a float64 reference on the decoded weights: worst rel err {worst:.2e} ({'OK' if ok else 'FAIL'})")
+    verdict = "OK" if ok else "FAIL"
+    print(f"checked against a float64 reference on the decoded weights: worst rel err {worst:.2e} ({verdict})")
     return 0 if ok else 1
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -15,9 +16,9 @@ _SCALE_RULES = {"ocp": 0, "round_up": 1}
 def dequantize(
     w: torch.Tensor,
     qtype: QTypeLike,
-    k: Optional[int] = None,
+    k: int | None = None,
     *,
-    scales: Optional[torch.Tensor] = None,
+    scales: torch.Tensor | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
     """Decode a quantized weight to floats.
@@ -42,8 +43,8 @@ def linear(
     w: torch.Tensor,
     qtype: QTypeLike,
     *,
-    scales: Optional[torch.Tensor] = None,
-    bias: Optional[torch.Tensor] = None,
+    scales: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """y = x @ W^T (+ bias) computed from the quantized weight.
 
@@ -64,7 +65,7 @@ def linear(
 
 def quantize(
     w_float: torch.Tensor, qtype: QTypeLike, *, scale_rule: str = "ocp"
-) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Quantize floats [..., K] to mxfp8_e4m3, mxfp4_split, mxfp4 (GGUF), q8_0 or q8_1.
 
     Args:
@@ -95,9 +96,9 @@ def fused_moe(
     w13_type: QTypeLike,
     w2_type: QTypeLike,
     activation: str = "silu",
-    w13_scales: Optional[torch.Tensor] = None,
-    w2_scales: Optional[torch.Tensor] = None,
-    expert_range: Optional[Sequence[int]] = None,
+    w13_scales: torch.Tensor | None = None,
+    w2_scales: torch.Tensor | None = None,
+    expert_range: Sequence[int] | None = None,
 ) -> torch.Tensor:
     """A Mixture-of-Experts layer on quantized expert weights.
 

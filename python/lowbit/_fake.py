@@ -6,11 +6,12 @@ kernels (csrc/torch/op_plans.cpp) with torch._check, and leave value checks to t
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 
 from ._types import QuantType, as_quant_type, block_layout
+
 
 def _block(qtype: int, arg: str = "qtype") -> tuple[QuantType, int, int]:
     q = as_quant_type(qtype, arg)
@@ -20,14 +21,15 @@ def _block(qtype: int, arg: str = "qtype") -> tuple[QuantType, int, int]:
     return q, elems, nbytes
 
 
-def _same_device(**tensors: Optional[torch.Tensor]) -> None:
+def _same_device(**tensors: torch.Tensor | None) -> None:
     """The C++ kernels' rule: every tensor of a call on one device (checked here for fake calls)."""
     named = [(n, t) for n, t in tensors.items() if t is not None]
     first_name, first = named[0]
     for name, t in named[1:]:
         if t.device != first.device:
             raise ValueError(
-                f"{name} is on {t.device} but {first_name} is on {first.device}; all tensors of a call must be on one device"
+                f"{name} is on {t.device} but {first_name} is on {first.device}; "
+                "all tensors of a call must be on one device"
             )
 
 
@@ -40,7 +42,12 @@ def _weight_k(w: torch.Tensor, qtype: int, arg: str, type_arg: str = "qtype") ->
 
 @torch.library.register_fake("lowbit::dequantize")
 def _dequantize_fake(
-    w: torch.Tensor, qtype: int, k: int = -1, *, scales: Optional[torch.Tensor] = None, dtype: Optional[torch.dtype] = None
+    w: torch.Tensor,
+    qtype: int,
+    k: int = -1,
+    *,
+    scales: torch.Tensor | None = None,
+    dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     _same_device(w=w, scales=scales)
     torch._check(w.dim() in (2, 3), lambda: f"w must be 2-D or 3-D, got {w.dim()}-D")
@@ -58,8 +65,8 @@ def _linear_fake(
     w: torch.Tensor,
     qtype: int,
     *,
-    scales: Optional[torch.Tensor] = None,
-    bias: Optional[torch.Tensor] = None,
+    scales: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
     kernel: str = "auto",
 ) -> torch.Tensor:
     _same_device(w=w, x=x, scales=scales, bias=bias)
@@ -71,7 +78,7 @@ def _linear_fake(
 
 @torch.library.register_fake("lowbit::mmvq")
 def _mmvq_fake(
-    x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: Optional[torch.Tensor] = None, math: str = "auto"
+    x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: torch.Tensor | None = None, math: str = "auto"
 ) -> torch.Tensor:
     _same_device(w=w, x=x, scales=scales)
     torch._check(x.dim() == 2 and 1 <= x.shape[0] <= 16, lambda: "x must be [M, K] with 1 <= M <= 16 for mmvq")
@@ -108,12 +115,13 @@ def _fused_moe_fake(
     w13_type: int,
     w2_type: int,
     activation: str = "silu",
-    w13_scales: Optional[torch.Tensor] = None,
-    w2_scales: Optional[torch.Tensor] = None,
-    expert_range: Optional[Sequence[int]] = None,
+    w13_scales: torch.Tensor | None = None,
+    w2_scales: torch.Tensor | None = None,
+    expert_range: Sequence[int] | None = None,
 ) -> torch.Tensor:
-    _same_device(w13=w13, x=x, w2=w2, topk_weights=topk_weights, topk_ids=topk_ids, w13_scales=w13_scales,
-                 w2_scales=w2_scales)
+    _same_device(
+        w13=w13, x=x, w2=w2, topk_weights=topk_weights, topk_ids=topk_ids, w13_scales=w13_scales, w2_scales=w2_scales
+    )
     torch._check(x.dim() == 2 and w13.dim() == 3 and w2.dim() == 3, lambda: "x must be 2-D, w13 and w2 3-D")
     torch._check(_weight_k(w13, w13_type, "w13", "w13_type") == x.shape[1], lambda: "w13 K must equal H")
     _weight_k(w2, w2_type, "w2", "w2_type")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Union
 
 
 class QuantType(IntEnum):
@@ -31,7 +30,7 @@ class QuantType(IntEnum):
         return self.name.lower()
 
 
-QTypeLike = Union[QuantType, int, str]
+QTypeLike = QuantType | int | str
 
 WEIGHT_TYPES: tuple[QuantType, ...] = tuple(t for t in QuantType if t is not QuantType.Q8_1)
 GGUF_WEIGHT_TYPES: tuple[QuantType, ...] = tuple(t for t in WEIGHT_TYPES if t < 1000)

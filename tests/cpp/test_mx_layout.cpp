@@ -21,7 +21,9 @@ std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
 }
 
 // Element i (0..31) of a split MXFP4 block: even elements in low nibbles.
-int split_code(const uint8_t* block, int i) { return (block[i / 2] >> (4 * (i & 1))) & 0x0F; }
+int split_code(const uint8_t* block, int i) {
+  return (block[i / 2] >> (4 * (i & 1))) & 0x0F;
+}
 
 // Element j (0..31) of a GGUF MXFP4 block: qs[j] low nibble for j < 16, qs[j - 16] high nibble after.
 int gguf_code(const uint8_t* block, int j) {
@@ -62,7 +64,8 @@ TEST(MxLayout, PairingKeepsBlockOrderAndPadsOddCountsWithZero) {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t j = 0; j < per_row; ++j) {
         // Logical block j lives at [r, j / 2, j % 2].
-        EXPECT_EQ(paired[r * pairs * 2 + (j / 2) * 2 + j % 2], scales[r * per_row + j]) << "row " << r << " block " << j;
+        EXPECT_EQ(paired[r * pairs * 2 + (j / 2) * 2 + j % 2], scales[r * per_row + j])
+            << "row " << r << " block " << j;
       }
       if (per_row % 2 == 1) {
         EXPECT_EQ(paired[r * pairs * 2 + pairs * 2 - 1], 0x00) << "padding of row " << r;
@@ -92,8 +95,7 @@ TEST(MxLayout, ArgumentsAreChecked) {
   EXPECT_NE(error_of([&] { lowbit::pair_mx_scales(buf, buf, -1, 2); }).find("rows"), std::string::npos);
   EXPECT_NE(error_of([&] { lowbit::pair_mx_scales(buf, buf, 1, 0); }).find("scales"), std::string::npos);
   EXPECT_NE(error_of([&] { lowbit::mxfp4_gguf_to_split(buf, buf, buf, 1, 48); }).find("k: K = 48"), std::string::npos);
-  EXPECT_NE(error_of([&] { lowbit::mxfp4_split_to_gguf(buf, nullptr, buf, 1, 32); }).find("scales"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { lowbit::mxfp4_split_to_gguf(buf, nullptr, buf, 1, 32); }).find("scales"), std::string::npos);
   // An empty batch is fine even with null pointers.
   EXPECT_NO_THROW(lowbit::pair_mx_scales(nullptr, nullptr, 0, 3));
   EXPECT_NO_THROW(lowbit::mxfp4_gguf_to_split(nullptr, nullptr, nullptr, 0, 64));

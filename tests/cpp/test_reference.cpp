@@ -97,11 +97,13 @@ TEST(CpuErrors, NameTheArgument) {
   WeightView v;
   v.data = w.data();
   v.row_stride = 136;
-  EXPECT_NE(error_message([&] { cpu::dequantize(QuantType::IQ4_XS, v, 1, 300, out.data(), FloatType::F32, 300); })
-                .find("k: K = 300 must be a positive multiple of 256"),
+  EXPECT_NE(error_message([&] {
+              cpu::dequantize(QuantType::IQ4_XS, v, 1, 300, out.data(), FloatType::F32, 300);
+            }).find("k: K = 300 must be a positive multiple of 256"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { cpu::dequantize(QuantType::Q8_1, v, 1, 32, out.data(), FloatType::F32, 32); })
-                .find("activation format"),
+  EXPECT_NE(error_message([&] {
+              cpu::dequantize(QuantType::Q8_1, v, 1, 32, out.data(), FloatType::F32, 32);
+            }).find("activation format"),
             std::string::npos);
   EXPECT_NE(error_message([&] {
               cpu::quantize(QuantType::IQ2_XXS, out.data(), 1, 256, ScaleRule::kOcpFloor, w.data(), nullptr);
@@ -114,8 +116,9 @@ TEST(CpuErrors, NameTheArgument) {
   WeightView split;
   split.data = w.data();
   split.row_stride = 32;
-  EXPECT_NE(error_message([&] { cpu::dequantize(QuantType::MXFP8_E4M3, split, 1, 32, out.data(), FloatType::F32, 32); })
-                .find("scales:"),
+  EXPECT_NE(error_message([&] {
+              cpu::dequantize(QuantType::MXFP8_E4M3, split, 1, 32, out.data(), FloatType::F32, 32);
+            }).find("scales:"),
             std::string::npos);
 }
 

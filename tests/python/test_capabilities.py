@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import torch
-
 import lowbit
-from lowbit import QuantType, _C
+import torch
+from lowbit import _C, QuantType
 
 
 def test_python_enum_mirrors_cpp_types() -> None:

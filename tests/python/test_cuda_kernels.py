@@ -4,14 +4,13 @@ index, CUDA graphs. Skipped cleanly without a GPU."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
+import lowbit
 import numpy as np
 import pytest
 import torch
-from _helpers import BLOCK, rel_err, random_weight
-
-import lowbit
+from _helpers import BLOCK, random_weight, rel_err
 from lowbit import QuantType
 
 pytestmark = [
@@ -62,7 +61,7 @@ def test_dequantize_matches_cpu_bit_for_bit(qtype: QuantType, rng: np.random.Gen
         for dtype in DTYPES:
             ref = lowbit.dequantize(w, qtype, scales=s, dtype=dtype)
             wd, sd = w.to(dev), None if s is None else s.to(dev)
-            out = poisoned(lambda: lowbit.dequantize(wd, qtype, scales=sd, dtype=dtype), tuple(ref.shape), dtype)
+            out = poisoned(lambda: lowbit.dequantize(wd, qtype, scales=sd, dtype=dtype), tuple(ref.shape), dtype)  # noqa: B023 (called at once)
             assert torch.equal(out.cpu(), ref), f"{qtype.type_name} {name} {dtype}"
 
 
@@ -84,9 +83,7 @@ def test_mmvq_matches_reference(qtype: QuantType, rng: np.random.Generator) -> N
                 ref = x.double() @ wf.T
                 xd = x.to(dev)
                 for math in int8_maths(qtype, m):
-                    y = poisoned(
-                        lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd, math=math), (m, n), dtype
-                    )
+                    y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd, math=math), (m, n), dtype)  # noqa: B023 (called at once)
                     assert y.dtype == dtype and y.shape == (m, n)
                     err = rel_err(y, ref)
                     bound = MMVQ_INT8_BOUND if math == "int8" else MMVQ_BOUND
@@ -105,7 +102,9 @@ def q8_activations(x: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy((q * d.astype(np.float64)).reshape(x.shape))
 
 
-@pytest.mark.parametrize("qtype", [t for t in lowbit.WEIGHT_TYPES if t != QuantType.MXFP8_E4M3], ids=lambda t: t.type_name)
+@pytest.mark.parametrize(
+    "qtype", [t for t in lowbit.WEIGHT_TYPES if t != QuantType.MXFP8_E4M3], ids=lambda t: t.type_name
+)
 def test_int8_mmvq_equals_its_arithmetic(qtype: QuantType, rng: np.random.Generator) -> None:
     """Tight check of the int8 path: against the exact result on the emulated int8 activations,
     only float32 summation order (and the output rounding of half types) may differ."""
@@ -144,7 +143,7 @@ def test_few_token_mmvq_over_many_row_groups(qtype: QuantType, rng: np.random.Ge
     for m in (1, 2):
         ref = q8_activations(x[:m]) @ wf.T
         xd = x[:m].to(dev)
-        y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd, math="int8"), (m, n), torch.float32)
+        y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd, math="int8"), (m, n), torch.float32)  # noqa: B023 (called at once)
         err = rel_err(y, ref)
         assert err < 2e-5, f"{qtype.type_name} M={m}: rel err {err:.3g}"
 
@@ -169,12 +168,14 @@ def test_few_token_mmvq_with_activations_beyond_shared_memory(qtype: QuantType, 
     for m in (1, 2):
         ref = q8_activations(x[:m]) @ wf.T
         xd = x[:m].to(dev)
-        y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), math="int8"), (m, n), torch.float32)
+        y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), math="int8"), (m, n), torch.float32)  # noqa: B023 (called at once)
         err = rel_err(y, ref)
         assert err < 2e-5, f"{qtype.type_name} M={m}: rel err {err:.3g}"
 
 
-@pytest.mark.parametrize("qtype", [QuantType.IQ2_XXS, QuantType.IQ4_XS, QuantType.MXFP4_SPLIT], ids=lambda t: t.type_name)
+@pytest.mark.parametrize(
+    "qtype", [QuantType.IQ2_XXS, QuantType.IQ4_XS, QuantType.MXFP4_SPLIT], ids=lambda t: t.type_name
+)
 def test_linear_dispatch_on_a_side_stream(qtype: QuantType, rng: np.random.Generator) -> None:
     dev = device()
     w, s = random_weight(qtype, 129, 1024, rng)
@@ -265,4 +266,6 @@ def test_capabilities_report_the_device() -> None:
     caps = lowbit.capabilities()
     assert caps["build"]["cuda_compiled"]
     assert len(caps["cuda_devices"]) == torch.cuda.device_count()
-    assert all(t["kernels"]["cuda_mmvq"] and t["kernels"]["cuda_dequant"] for t in caps["types"].values() if t["is_weight"])
+    assert all(
+        t["kernels"]["cuda_mmvq"] and t["kernels"]["cuda_dequant"] for t in caps["types"].values() if t["is_weight"]
+    )

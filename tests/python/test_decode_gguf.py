@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import lowbit
 import numpy as np
 import pytest
 import torch
 from _helpers import BLOCK, random_blocks
-
-import lowbit
 from lowbit import QuantType
 
 gguf_quants = pytest.importorskip("gguf.quants")
@@ -24,7 +23,9 @@ def ggml_reference(raw: np.ndarray, qtype: QuantType) -> np.ndarray:
 def assert_bits_equal(got: np.ndarray, ref: np.ndarray, what: str) -> None:
     same = (got.view(np.uint32) == ref.view(np.uint32)) | (np.isnan(got) & np.isnan(ref))
     bad = np.flatnonzero(~same)
-    assert bad.size == 0, f"{what}: {bad.size} of {got.size} values differ; first at {bad[:5]}: {got[bad[:5]]} vs {ref[bad[:5]]}"
+    assert bad.size == 0, (
+        f"{what}: {bad.size} of {got.size} values differ; first at {bad[:5]}: {got[bad[:5]]} vs {ref[bad[:5]]}"
+    )
 
 
 @pytest.mark.parametrize("qtype", lowbit.GGUF_WEIGHT_TYPES, ids=lambda t: t.type_name)
@@ -49,7 +50,9 @@ def test_half_outputs_round_the_float32_values(qtype: QuantType, dtype: torch.dt
     assert torch.equal(half, f32.to(dtype))
 
 
-@pytest.mark.parametrize("qtype", [QuantType.IQ2_XXS, QuantType.IQ4_NL, QuantType.MXFP8_E4M3], ids=lambda t: t.type_name)
+@pytest.mark.parametrize(
+    "qtype", [QuantType.IQ2_XXS, QuantType.IQ4_NL, QuantType.MXFP8_E4M3], ids=lambda t: t.type_name
+)
 def test_three_d_weights_decode_per_expert(qtype: QuantType, rng: np.random.Generator) -> None:
     from _helpers import random_weight
 
@@ -68,7 +71,7 @@ def test_iq1_m_scattered_scale_is_used(rng: np.random.Generator) -> None:
     doubled = raw.copy()
     # raise the scattered fp16 exponent by one: every weight doubles
     words = doubled[:, 48:56].copy().view(np.uint16)
-    d = ((words[:, 0] >> 12) | ((words[:, 1] >> 8) & 0xF0) | ((words[:, 2] >> 4) & 0xF00) | (words[:, 3] & 0xF000))
+    d = (words[:, 0] >> 12) | ((words[:, 1] >> 8) & 0xF0) | ((words[:, 2] >> 4) & 0xF00) | (words[:, 3] & 0xF000)
     d = (d.astype(np.uint32) + (1 << 10)).astype(np.uint16)
     from _helpers import set_iq1m_scale
 

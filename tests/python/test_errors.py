@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import lowbit
 import numpy as np
 import pytest
 import torch
 from _helpers import random_weight
-
-import lowbit
 from lowbit import QuantType
 
 
@@ -117,9 +116,7 @@ def moe_args(rng: np.random.Generator) -> dict:
 
 def call_moe(args: dict, **changes) -> torch.Tensor:
     a = {**args, **changes}
-    return lowbit.fused_moe(
-        a.pop("x"), a.pop("w13"), a.pop("w2"), a.pop("topk_weights"), a.pop("topk_ids"), **a
-    )
+    return lowbit.fused_moe(a.pop("x"), a.pop("w13"), a.pop("w2"), a.pop("topk_weights"), a.pop("topk_ids"), **a)
 
 
 def test_fused_moe_argument_errors(rng: np.random.Generator) -> None:

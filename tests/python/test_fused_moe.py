@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import math
 
+import lowbit
 import numpy as np
 import pytest
 import torch
-from _helpers import rel_err, random_weight
-
-import lowbit
+from _helpers import random_weight, rel_err
 from lowbit import QuantType
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -67,8 +66,16 @@ def test_fused_moe_matches_reference(device, t13, t2, activation, rng: np.random
     x = torch.from_numpy(rng.standard_normal((tokens, hidden)).astype(np.float32)).to(device)
     weights, ids = routing(rng, tokens, experts, top_k)
     out = lowbit.fused_moe(
-        x, w13, w2, weights.to(device), ids.to(device), w13_type=t13, w2_type=t2, activation=activation,
-        w13_scales=s13, w2_scales=s2,
+        x,
+        w13,
+        w2,
+        weights.to(device),
+        ids.to(device),
+        w13_type=t13,
+        w2_type=t2,
+        activation=activation,
+        w13_scales=s13,
+        w2_scales=s2,
     )
     ref = reference(x, w13, w2, weights, ids, t13, t2, activation, s13, s2)
     assert out.shape == x.shape and out.dtype == x.dtype
@@ -84,9 +91,7 @@ def test_invalid_and_non_local_ids_contribute_exactly_zero(device, ids_dtype, rn
     w13, _ = random_weight(t13, 2 * inter, hidden, rng, experts=local, device=device)
     w2, _ = random_weight(t2, hidden, inter, rng, experts=local, device=device)
     x = torch.from_numpy(rng.standard_normal((tokens, hidden)).astype(np.float32)).to(device, torch.bfloat16)
-    ids = torch.tensor(
-        [[4, 5, 6], [-1, 5, 100], [0, 3, 7], [-1, -1, -1], [6, 2, -7], [9, 4, 5]], dtype=ids_dtype
-    )
+    ids = torch.tensor([[4, 5, 6], [-1, 5, 100], [0, 3, 7], [-1, -1, -1], [6, 2, -7], [9, 4, 5]], dtype=ids_dtype)
     weights = torch.from_numpy(rng.random((tokens, top_k)).astype(np.float32))
     out = lowbit.fused_moe(
         x, w13, w2, weights.to(device), ids.to(device), w13_type=t13, w2_type=t2, expert_range=(begin, begin + local)
@@ -96,5 +101,7 @@ def test_invalid_and_non_local_ids_contribute_exactly_zero(device, ids_dtype, rn
     assert torch.equal(out[3].cpu(), torch.zeros(hidden, dtype=out.dtype))  # all -1
     assert rel_err(out, ref) < 8e-3  # bf16 output
     # a local id next to invalid ones gives that expert's contribution alone
-    single = reference(x.float()[1:2], w13, w2, weights[1:2], torch.tensor([[-1, 5, -1]]), t13, t2, "silu", None, None, begin)
+    single = reference(
+        x.float()[1:2], w13, w2, weights[1:2], torch.tensor([[-1, 5, -1]]), t13, t2, "silu", None, None, begin
+    )
     assert rel_err(out[1:2], single) < 8e-3

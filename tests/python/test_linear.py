@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import lowbit
 import numpy as np
 import pytest
 import torch
-from _helpers import BLOCK, rel_err, random_weight
-
-import lowbit
+from _helpers import BLOCK, random_weight, rel_err
 from lowbit import QuantType
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

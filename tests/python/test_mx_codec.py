@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import math
 
+import lowbit
 import numpy as np
 import pytest
 import torch
 from _helpers import rel_err
-
-import lowbit
 from lowbit import QuantType
 
 E4M3 = QuantType.MXFP8_E4M3

@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 import torch
 from _helpers import random_weight
-
-import lowbit
 from lowbit import QuantType
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -16,7 +14,9 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 @pytest.mark.parametrize("device", DEVICES)
 def test_opcheck_dequantize(device: str, rng: np.random.Generator) -> None:
     w, _ = random_weight(QuantType.IQ2_S, 6, 512, rng, device=device)
-    torch.library.opcheck(torch.ops.lowbit.dequantize.default, (w, int(QuantType.IQ2_S), 512), {"dtype": torch.bfloat16})
+    torch.library.opcheck(
+        torch.ops.lowbit.dequantize.default, (w, int(QuantType.IQ2_S), 512), {"dtype": torch.bfloat16}
+    )
     d, s = random_weight(QuantType.MXFP8_E4M3, 4, 64, rng, experts=2, device=device)
     torch.library.opcheck(torch.ops.lowbit.dequantize.default, (d, int(QuantType.MXFP8_E4M3)), {"scales": s})
 

@@ -13,8 +13,8 @@ namespace lowbit {
 
 struct BlockIq1s {
   uint16_t d;
-  uint8_t qs[32];   // low 8 bits of the grid index per 8 weights
-  uint16_t qh[8];   // per 32 weights: 4 x 3 high index bits, 3-bit scale (bits 12..14), delta sign (bit 15)
+  uint8_t qs[32];  // low 8 bits of the grid index per 8 weights
+  uint16_t qh[8];  // per 32 weights: 4 x 3 high index bits, 3-bit scale (bits 12..14), delta sign (bit 15)
 };
 static_assert(sizeof(BlockIq1s) == 50, "IQ1_S block is 50 bytes");
 
@@ -52,9 +52,8 @@ LOWBIT_HD Int8Group ternary_i8(uint32_t packed, bool delta_negative) {
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::IQ1_S>
-    : BlockFormat<QuantType::IQ1_S, BlockIq1s, 256, /*kAlign=*/2, Codebook::kIq1s>,
-      Int8Form<I8Order::kContiguous, 32> {
+struct FormatTraits<QuantType::IQ1_S> : BlockFormat<QuantType::IQ1_S, BlockIq1s, 256, /*kAlign=*/2, Codebook::kIq1s>,
+                                        Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq1_s";
 
@@ -82,9 +81,8 @@ struct FormatTraits<QuantType::IQ1_S>
 };
 
 template <>
-struct FormatTraits<QuantType::IQ1_M>
-    : BlockFormat<QuantType::IQ1_M, BlockIq1m, 256, /*kAlign=*/8, Codebook::kIq1s>,
-      Int8Form<I8Order::kContiguous, 16> {
+struct FormatTraits<QuantType::IQ1_M> : BlockFormat<QuantType::IQ1_M, BlockIq1m, 256, /*kAlign=*/8, Codebook::kIq1s>,
+                                        Int8Form<I8Order::kContiguous, 16> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq1_m";
 
@@ -101,7 +99,8 @@ struct FormatTraits<QuantType::IQ1_M>
     const int ib = g >> 2, l = g & 3;
     const uint64_t words = load_u64<kAlign>(b.bytes + offsetof(Block, scales));
     const uint32_t sc = static_cast<uint32_t>(words >> (16 * (ib >> 1))) & 0xFFFFu;
-    const float dl = super_scale(words) * static_cast<float>(2 * static_cast<int>((sc >> (6 * (ib & 1) + 3 * (l >> 1))) & 7u) + 1);
+    const float dl =
+        super_scale(words) * static_cast<float>(2 * static_cast<int>((sc >> (6 * (ib & 1) + 3 * (l >> 1))) & 7u) + 1);
     const uint32_t qh = b.bytes[offsetof(Block, qh) + 2 * ib + (l >> 1)];
     const uint32_t high = (l & 1) ? (qh << 4) : (qh << 8);
     const uint32_t index = b.bytes[offsetof(Block, qs) + g] | (high & 0x700u);

@@ -63,9 +63,8 @@ struct FormatTraits<QuantType::IQ3_XXS>
 };
 
 template <>
-struct FormatTraits<QuantType::IQ3_S>
-    : BlockFormat<QuantType::IQ3_S, BlockIq3s, 256, /*kAlign=*/2, Codebook::kIq3s>,
-      Int8Form<I8Order::kContiguous, 32> {
+struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s, 256, /*kAlign=*/2, Codebook::kIq3s>,
+                                        Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq3_s";
 
@@ -94,7 +93,8 @@ struct FormatTraits<QuantType::IQ3_S>
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
     const uint32_t s4 = (b.bytes[offsetof(Block, scales) + (s >> 1)] >> (4 * (s & 1))) & 0xFu;
-    return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))) * static_cast<float>(1 + 2 * static_cast<int>(s4));
+    return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))) *
+           static_cast<float>(1 + 2 * static_cast<int>(s4));
   }
 };
 

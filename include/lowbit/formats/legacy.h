@@ -39,9 +39,8 @@ LOWBIT_HD void int8_word(uint32_t w, uint32_t& mag, uint32_t& neg) {
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::Q8_0>
-    : BlockFormat<QuantType::Q8_0, BlockQ8_0, 32, /*kAlign=*/2, Codebook::kNone>,
-      Int8Form<I8Order::kContiguous, 32> {
+struct FormatTraits<QuantType::Q8_0> : BlockFormat<QuantType::Q8_0, BlockQ8_0, 32, /*kAlign=*/2, Codebook::kNone>,
+                                       Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "q8_0";
 
@@ -59,13 +58,15 @@ struct FormatTraits<QuantType::Q8_0>
     return Int8Group{{load_u32<2>(qs), load_u32<2>(qs + 4)}};
   }
 
-  LOWBIT_HD static float scale_i8(BlockRef b, int) { return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))); }
+  LOWBIT_HD static float scale_i8(BlockRef b, int) {
+    return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+  }
 };
 
 namespace detail {
 // Four 5-bit codes u (bytes) -> magnitudes and signs of u - 16.
 LOWBIT_HD void offset16_word(uint32_t u, uint32_t& mag, uint32_t& neg) {
-  neg = (~u & 0x10101010u) << 3;                                    // u < 16
+  neg = (~u & 0x10101010u) << 3;                                           // u < 16
   const uint32_t below = (0x90909090u - (u & 0x0F0F0F0Fu)) ^ 0x80808080u;  // 16 - u, no borrows
   const uint32_t take_below = expand_sign_bytes(neg);
   mag = (below & take_below) | (u & 0x0F0F0F0Fu & ~take_below);
@@ -73,9 +74,8 @@ LOWBIT_HD void offset16_word(uint32_t u, uint32_t& mag, uint32_t& neg) {
 }  // namespace detail
 
 template <>
-struct FormatTraits<QuantType::Q5_0>
-    : BlockFormat<QuantType::Q5_0, BlockQ5_0, 32, /*kAlign=*/2, Codebook::kNone>,
-      Int8Form<I8Order::kContiguous, 32> {
+struct FormatTraits<QuantType::Q5_0> : BlockFormat<QuantType::Q5_0, BlockQ5_0, 32, /*kAlign=*/2, Codebook::kNone>,
+                                       Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "q5_0";
 
@@ -97,7 +97,9 @@ struct FormatTraits<QuantType::Q5_0>
     return int8_from_magnitudes(decode_group(b, g, cb));
   }
 
-  LOWBIT_HD static float scale_i8(BlockRef b, int) { return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))); }
+  LOWBIT_HD static float scale_i8(BlockRef b, int) {
+    return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+  }
 };
 
 }  // namespace lowbit

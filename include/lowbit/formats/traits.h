@@ -12,8 +12,8 @@
 
 #include <type_traits>
 
-#include "lowbit/quant_type.h"
 #include "lowbit/formats/common.h"
+#include "lowbit/quant_type.h"
 
 namespace lowbit {
 

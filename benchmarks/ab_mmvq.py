@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""MMVQ times of two or more builds of lowbit on one GPU, for deciding whether a change helps.
+
+Builds differ in compiled code, so each runs in its own process; the processes alternate (every
+build once per pass) so that clock and thermal drift fall on all of them alike, and each cell
+reports the fastest pass. Timing is bench_dense's (CUDA-graph replays over weights rotating
+through >= 256 MB, fresh random bf16 activations, the output checked against float64).
+
+    python benchmarks/ab_mmvq.py --build new=python --build base=ab-base/python \
+        --types iq3_xxs,iq2_xxs --m 1,2 [--passes 2]
+
+A build is NAME=DIR, DIR holding the `lowbit` package with its compiled _C (benchmarks/device_run.sh
+`build` makes ./python's, `build-base` makes ab-base/python's from a tree at another commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def time_one_build(types: list[str], ms: list[int], n: int, k: int) -> None:
+    """Child process: prints one JSON line {"type", "m", "us", "rel_err"} per case."""
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, str(HERE))
+    import lowbit
+    from bench_dense import ROTATION_BYTES, time_calls
+    from lowbit.testing import random_weight, rel_err
+
+    dev = torch.device("cuda")
+    for name in types:
+        q = lowbit.as_quant_type(name)
+        rng = np.random.default_rng(1 + int(q))  # the same weights in every build
+        w0, s0 = random_weight(q, n, k, rng, device=dev)
+        wbytes = w0.numel() + (0 if s0 is None else s0.numel())
+        copies = max(2, math.ceil(ROTATION_BYTES / wbytes))
+        ws = [w0] + [w0.clone() for _ in range(copies - 1)]
+        ss = [s0] * copies if s0 is None else [s0] + [s0.clone() for _ in range(copies - 1)]
+        w64 = lowbit.dequantize(w0, q, scales=s0).double()
+        for m in ms:
+            x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+            err = rel_err(torch.ops.lowbit.mmvq(x, w0, int(q), scales=s0), x.double() @ w64.T)
+
+            def call(r: int, x: torch.Tensor = x, q: int = int(q), ws: list = ws, ss: list = ss) -> torch.Tensor:
+                return torch.ops.lowbit.mmvq(x, ws[r % len(ws)], q, scales=ss[r % len(ss)])
+
+            us, _ = time_calls(call, 20, 50)
+            print(json.dumps({"type": name, "m": m, "us": us, "rel_err": err}), flush=True)
+        torch.cuda.empty_cache()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", action="append", default=[], metavar="NAME=DIR", help="a build to time (two or more)")
+    ap.add_argument("--types", required=True, help="comma-separated weight types")
+    ap.add_argument("--m", default="1,2", help="comma-separated token counts")
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--k", type=int, default=14336)
+    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    types = [t for t in args.types.split(",") if t]
+    ms = [int(v) for v in args.m.split(",") if v]
+    if args.child:
+        time_one_build(types, ms, args.n, args.k)
+        return 0
+
+    builds: list[tuple[str, Path]] = []
+    for spec in args.build:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not (Path(path) / "lowbit").is_dir():
+            ap.error(f"--build must be NAME=DIR with DIR/lowbit present, got {spec!r}")
+        builds.append((name, Path(path).resolve()))
+    if len(builds) < 2:
+        ap.error("--build: give at least two builds to compare")
+    if args.passes < 1:
+        ap.error("--passes must be at least 1")
+
+    best: dict[tuple[str, str, int], float] = {}
+    for p in range(args.passes):
+        for name, path in builds:
+            env = dict(os.environ)
+            inherited = [v for v in env.get("PYTHONPATH", "").split(os.pathsep) if v]
+            env["PYTHONPATH"] = os.pathsep.join([str(path), *inherited])  # this build's lowbit first
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--types", args.types, "--m", args.m]
+            cmd += ["--n", str(args.n), "--k", str(args.k)]
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"build {name} pass {p}: exit {out.returncode}\n{out.stderr[-2000:]}", file=sys.stderr)
+                return 1
+            for line in out.stdout.splitlines():
+                if not line.startswith("{"):
+                    continue
+                r = json.loads(line)
+                if not r["rel_err"] < 2e-2:
+                    print(f"build {name}: {r['type']} M={r['m']} rel_err {r['rel_err']:.3g}", file=sys.stderr)
+                    return 1
+                key = (name, r["type"], r["m"])
+                best[key] = min(best.get(key, math.inf), r["us"])
+
+    print(f"MMVQ us, N={args.n} K={args.k}, fastest of {args.passes} alternating passes")
+    print(f"{'type':<12}{'M':>3}" + "".join(f"{name:>12}" for name, _ in builds))
+    for t in types:
+        for m in ms:
+            print(f"{t:<12}{m:>3}" + "".join(f"{best[(name, t, m)]:>12.2f}" for name, _ in builds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
