@@ -40,8 +40,10 @@ struct CodebookTable {
 #define LOWBIT_CODEBOOK_TABLE(Tag, Array, Size, Word)                      \
   template <>                                                              \
   struct CodebookTable<Codebook::Tag> {                                    \
+    using Entry = Word;                                                    \
+    static constexpr int kEntries = (Size);                                \
     static constexpr int kBytes = (Size) * static_cast<int>(sizeof(Word)); \
-    __device__ static const void* data() { return Array; }                 \
+    __device__ static const Entry* data() { return Array; }                \
   };
 LOWBIT_CODEBOOK_TABLE(kIq2xxs, kIq2xxsGridDevice, LOWBIT_IQ2XXS_GRID_SIZE, uint64_t)
 LOWBIT_CODEBOOK_TABLE(kIq2xs, kIq2xsGridDevice, LOWBIT_IQ2XS_GRID_SIZE, uint64_t)
@@ -51,17 +53,17 @@ LOWBIT_CODEBOOK_TABLE(kIq3s, kIq3sGridDevice, LOWBIT_IQ3S_GRID_SIZE, uint32_t)
 LOWBIT_CODEBOOK_TABLE(kIq1s, kIq1sGridDevice, LOWBIT_IQ1S_GRID_SIZE, uint64_t)
 #undef LOWBIT_CODEBOOK_TABLE
 
-// Points the Codebooks slot of kBook at `table`.
+// Points the Codebooks slot of kBook at `table` (entries `stride` apart: GridRef).
 template <Codebook kBook>
-__device__ __forceinline__ Codebooks codebooks_at(const void* table) {
+__device__ __forceinline__ Codebooks codebooks_at(const void* table, int stride = 1) {
   Codebooks cb;
   load_nibble_tables(cb);
-  if constexpr (kBook == Codebook::kIq2xxs) cb.iq2xxs_grid = static_cast<const uint64_t*>(table);
-  if constexpr (kBook == Codebook::kIq2xs) cb.iq2xs_grid = static_cast<const uint64_t*>(table);
-  if constexpr (kBook == Codebook::kIq2s) cb.iq2s_grid = static_cast<const uint64_t*>(table);
-  if constexpr (kBook == Codebook::kIq3xxs) cb.iq3xxs_grid = static_cast<const uint32_t*>(table);
-  if constexpr (kBook == Codebook::kIq3s) cb.iq3s_grid = static_cast<const uint32_t*>(table);
-  if constexpr (kBook == Codebook::kIq1s) cb.iq1s_grid = static_cast<const uint64_t*>(table);
+  if constexpr (kBook == Codebook::kIq2xxs) cb.iq2xxs_grid = {static_cast<const uint64_t*>(table), stride};
+  if constexpr (kBook == Codebook::kIq2xs) cb.iq2xs_grid = {static_cast<const uint64_t*>(table), stride};
+  if constexpr (kBook == Codebook::kIq2s) cb.iq2s_grid = {static_cast<const uint64_t*>(table), stride};
+  if constexpr (kBook == Codebook::kIq3xxs) cb.iq3xxs_grid = {static_cast<const uint32_t*>(table), stride};
+  if constexpr (kBook == Codebook::kIq3s) cb.iq3s_grid = {static_cast<const uint32_t*>(table), stride};
+  if constexpr (kBook == Codebook::kIq1s) cb.iq1s_grid = {static_cast<const uint64_t*>(table), stride};
   return cb;
 }
 
@@ -77,7 +79,7 @@ template <Codebook kBook>
 __device__ __forceinline__ Codebooks shared_codebooks(uint8_t* shared) {
   constexpr int kWords = CodebookTable<kBook>::kBytes / 16;
   if constexpr (kWords > 0) {
-    const uint4* src = static_cast<const uint4*>(CodebookTable<kBook>::data());
+    const uint4* src = reinterpret_cast<const uint4*>(CodebookTable<kBook>::data());
     uint4* dst = reinterpret_cast<uint4*>(shared);
     for (int i = threadIdx.x; i < kWords; i += blockDim.x) dst[i] = src[i];
   }
@@ -112,8 +114,8 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
 // look up random entries at once; from one copy they collide in shared-memory banks (about 3.5
 // wavefronts per lookup for 32 random 4-byte entries), from their own copies they do not (32
 // copies of 4-byte entries, 16 of 8-byte ones: a bank per lane). Capped near 64 KB of shared
-// memory. IQ1 keeps one copy: its packed rows are computed per entry, and building copies cost
-// more than the conflicts (NOTES.md).
+// memory. IQ1 keeps one copy: 8 copies of its packed rows (built one row per thread) measured no
+// faster (NOTES.md, f675193).
 template <class Traits>
 inline constexpr int kGridCopies = [] {
   constexpr Codebook kBook = Traits::kCodebook;
@@ -125,28 +127,8 @@ inline constexpr int kGridCopies = [] {
   return copies;
 }();
 
-// Builds kCopies copies of `entries` table entries into `shared` with the whole block, in 16-byte
-// stores of consecutive copies (caller syncs); returns this lane's view.
-template <int kCopies, class Entry>
-__device__ __forceinline__ GridRef<Entry> replicated_table(const Entry* src, int entries, uint8_t* shared) {
-  constexpr int kPerStore = 16 / static_cast<int>(sizeof(Entry));  // copies per 16-byte store
-  static_assert(kCopies % kPerStore == 0, "whole 16-byte stores per entry");
-  constexpr int kStoresPerEntry = kCopies / kPerStore;
-  uint4* dst = reinterpret_cast<uint4*>(shared);
-  for (int i = threadIdx.x; i < entries * kStoresPerEntry; i += blockDim.x) {
-    const Entry v = src[i / kStoresPerEntry];
-    uint4 word;
-    if constexpr (sizeof(Entry) == 4) {
-      word = make_uint4(v, v, v, v);
-    } else {
-      const uint32_t lo = static_cast<uint32_t>(v), hi = static_cast<uint32_t>(v >> 32);
-      word = make_uint4(lo, hi, lo, hi);
-    }
-    dst[i] = word;
-  }
-  return GridRef<Entry>(reinterpret_cast<const Entry*>(shared) + (threadIdx.x & 31) % kCopies, kCopies);
-}
-
+// int8_codebooks with kGridCopies<Traits> copies of the grid, built by the whole block in 16-byte
+// stores of consecutive copies (caller syncs); this lane reads copy lane % copies.
 template <class Traits>
 __device__ __forceinline__ Codebooks replicated_int8_codebooks(uint8_t* shared) {
   constexpr int kCopies = kGridCopies<Traits>;
@@ -154,19 +136,22 @@ __device__ __forceinline__ Codebooks replicated_int8_codebooks(uint8_t* shared) 
   if constexpr (kCopies == 1) {
     return int8_codebooks<Traits>(shared);
   } else {
-    Codebooks cb;
-    load_nibble_tables(cb);
-    if constexpr (kBook == Codebook::kIq2xxs)
-      cb.iq2xxs_grid = replicated_table<kCopies>(kIq2xxsGridDevice, LOWBIT_IQ2XXS_GRID_SIZE, shared);
-    if constexpr (kBook == Codebook::kIq2xs)
-      cb.iq2xs_grid = replicated_table<kCopies>(kIq2xsGridDevice, LOWBIT_IQ2XS_GRID_SIZE, shared);
-    if constexpr (kBook == Codebook::kIq2s)
-      cb.iq2s_grid = replicated_table<kCopies>(kIq2sGridDevice, LOWBIT_IQ2S_GRID_SIZE, shared);
-    if constexpr (kBook == Codebook::kIq3xxs)
-      cb.iq3xxs_grid = replicated_table<kCopies>(kIq3xxsGridDevice, LOWBIT_IQ3XXS_GRID_SIZE, shared);
-    if constexpr (kBook == Codebook::kIq3s)
-      cb.iq3s_grid = replicated_table<kCopies>(kIq3sGridDevice, LOWBIT_IQ3S_GRID_SIZE, shared);
-    return cb;
+    using Table = CodebookTable<kBook>;
+    using Entry = typename Table::Entry;
+    constexpr int kPerStore = 16 / static_cast<int>(sizeof(Entry));  // copies per 16-byte store
+    static_assert(kCopies % kPerStore == 0, "whole 16-byte stores per entry");
+    constexpr int kStoresPerEntry = kCopies / kPerStore;
+    uint4* dst = reinterpret_cast<uint4*>(shared);
+    for (int i = threadIdx.x; i < Table::kEntries * kStoresPerEntry; i += blockDim.x) {
+      const Entry v = Table::data()[i / kStoresPerEntry];
+      if constexpr (sizeof(Entry) == 4) {
+        dst[i] = make_uint4(v, v, v, v);
+      } else {
+        const uint32_t lo = static_cast<uint32_t>(v), hi = static_cast<uint32_t>(v >> 32);
+        dst[i] = make_uint4(lo, hi, lo, hi);
+      }
+    }
+    return codebooks_at<kBook>(reinterpret_cast<const Entry*>(shared) + (threadIdx.x & 31) % kCopies, kCopies);
   }
 }
 
