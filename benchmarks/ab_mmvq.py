@@ -28,33 +28,24 @@ HERE = Path(__file__).resolve().parent
 
 def time_one_build(types: list[str], ms: list[int], n: int, k: int) -> None:
     """Child process: prints one JSON line {"type", "m", "us", "rel_err"} per case."""
-    import numpy as np
     import torch
 
     sys.path.insert(0, str(HERE))
     import lowbit
-    from bench_dense import ROTATION_BYTES, time_calls
-    from lowbit.testing import random_weight, rel_err
+    from bench_dense import RotatingWeight, time_calls
+    from lowbit.testing import rel_err
 
     dev = torch.device("cuda")
     for name in types:
         q = lowbit.as_quant_type(name)
-        rng = np.random.default_rng(1 + int(q))  # the same weights in every build
-        w0, s0 = random_weight(q, n, k, rng, device=dev)
-        wbytes = w0.numel() + (0 if s0 is None else s0.numel())
-        copies = max(2, math.ceil(ROTATION_BYTES / wbytes))
-        ws = [w0] + [w0.clone() for _ in range(copies - 1)]
-        ss = [s0] * copies if s0 is None else [s0] + [s0.clone() for _ in range(copies - 1)]
-        w64 = lowbit.dequantize(w0, q, scales=s0).double()
+        rw = RotatingWeight.make(q, n, k, seed=1)  # the same weights in every build
+        w64 = lowbit.dequantize(rw.w0, q, scales=rw.s0).double()
         for m in ms:
             x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-            err = rel_err(torch.ops.lowbit.mmvq(x, w0, int(q), scales=s0), x.double() @ w64.T)
-
-            def call(r: int, x: torch.Tensor = x, q: int = int(q), ws: list = ws, ss: list = ss) -> torch.Tensor:
-                return torch.ops.lowbit.mmvq(x, ws[r % len(ws)], q, scales=ss[r % len(ss)])
-
-            us, _ = time_calls(call, 20, 50)
+            err = rel_err(rw.mmvq(x, 0), x.double() @ w64.T)
+            us, _ = time_calls(lambda r, x=x, rw=rw: rw.mmvq(x, r), 20, 50)
             print(json.dumps({"type": name, "m": m, "us": us, "rel_err": err}), flush=True)
+        del rw, w64  # this type's weights, before the next type's
         torch.cuda.empty_cache()
 
 

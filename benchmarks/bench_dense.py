@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -98,28 +99,60 @@ class Rows:
             w.writerows(self.rows)
 
 
+@dataclass
+class RotatingWeight:
+    """A random weight of type q and enough copies of it (>= ROTATION_BYTES) that no two
+    consecutive calls find the weight in L2; call r uses copy r % len(ws)."""
+
+    q: QuantType
+    w0: torch.Tensor
+    s0: torch.Tensor | None
+    ws: list[torch.Tensor]
+    ss: list[torch.Tensor | None]
+
+    @classmethod
+    def make(cls, q: QuantType, n: int, k: int, seed: int) -> RotatingWeight:
+        w0, s0 = random_weight(q, n, k, np.random.default_rng(seed + int(q)), device=torch.device("cuda"))
+        copies = max(2, math.ceil(ROTATION_BYTES / (w0.numel() + (0 if s0 is None else s0.numel()))))
+        ws = [w0] + [w0.clone() for _ in range(copies - 1)]
+        ss = [s0] * copies if s0 is None else [s0] + [s0.clone() for _ in range(copies - 1)]
+        return cls(q, w0, s0, ws, ss)
+
+    @property
+    def nbytes(self) -> int:
+        return self.w0.numel() + (0 if self.s0 is None else self.s0.numel())
+
+    def mmvq(self, x: torch.Tensor, r: int, **kw: object) -> torch.Tensor:
+        i = r % len(self.ws)
+        return torch.ops.lowbit.mmvq(x, self.ws[i], int(self.q), scales=self.ss[i], **kw)
+
+    def linear(self, x: torch.Tensor, r: int, kernel: str | None = None) -> torch.Tensor:
+        """lowbit.linear (the dispatcher), or the torch op with a forced kernel."""
+        i = r % len(self.ws)
+        if kernel is None:
+            return lowbit.linear(x, self.ws[i], self.q, scales=self.ss[i])
+        return torch.ops.lowbit.linear(x, self.ws[i], int(self.q), scales=self.ss[i], kernel=kernel)
+
+    def dequantize(self, r: int) -> torch.Tensor:
+        i = r % len(self.ws)
+        return lowbit.dequantize(self.ws[i], self.q, scales=self.ss[i], dtype=torch.bfloat16)
+
+
 def bench_type(
     q: QuantType, n: int, k: int, ms: list[int], rows: Rows, args: argparse.Namespace, results: dict
 ) -> None:
     dev = torch.device("cuda")
-    rng = np.random.default_rng(args.seed + int(q))
-    w0, s0 = random_weight(q, n, k, rng, device=dev)
-    wbytes = w0.numel() + (0 if s0 is None else s0.numel())
-    copies = max(2, math.ceil(ROTATION_BYTES / wbytes))
-    ws = [w0] + [w0.clone() for _ in range(copies - 1)]
-    ss = [s0] * copies if s0 is None else [s0] + [s0.clone() for _ in range(copies - 1)]
-    w64 = lowbit.dequantize(w0, q, scales=s0).double()
+    rw = RotatingWeight.make(q, n, k, args.seed)
+    wbytes = rw.nbytes
+    w64 = lowbit.dequantize(rw.w0, q, scales=rw.s0).double()
     name = q.type_name
     results.setdefault(name, {})
+    graph = f"graph replay of {args.calls} calls"
 
     # dequantize to bf16: bytes read + written
-    deq_us, deq_plain = time_calls(
-        lambda r: lowbit.dequantize(ws[r % copies], q, scales=ss[r % copies], dtype=torch.bfloat16),
-        args.calls,
-        args.iters,
-    )
-    out = lowbit.dequantize(w0, q, scales=s0, dtype=torch.bfloat16)
-    rw = (wbytes + 2 * n * k) / (deq_us * 1e-6) / 1e9
+    deq_us, deq_plain = time_calls(rw.dequantize, args.calls, args.iters)
+    rw_gbps = (wbytes + 2 * n * k) / (deq_us * 1e-6) / 1e9
+    err = rel_err(lowbit.dequantize(rw.w0, q, scales=rw.s0, dtype=torch.bfloat16), w64)
     rows.add(
         op="dequant",
         kernel="dequant",
@@ -128,109 +161,60 @@ def bench_type(
         K=k,
         median_us=deq_us,
         weight_GBps=wbytes / deq_us / 1e3,
-        rel_err=rel_err(out, w64),
-        notes=f"to bf16; graph replay of {args.calls} calls",
+        rel_err=err,
+        notes=f"to bf16; {graph}",
         plain_us=deq_plain,
-        rw_GBps=rw,
+        rw_GBps=rw_gbps,
     )
-    results[name]["dequant"] = (deq_us, rw)
+    results[name]["dequant"] = (deq_us, rw_gbps)
 
     for m in ms:
         x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
         ref = x.double() @ w64.T
-        flops = 2.0 * m * n * k
-        int8 = m <= 8 and q != QuantType.MXFP8_E4M3
-        if int8:  # the bf16 arithmetic too, for the record (auto takes int8 here)
-            t, p = time_calls(
-                lambda r: torch.ops.lowbit.mmvq(x, ws[r % copies], int(q), scales=ss[r % copies], math="bf16"),  # noqa: B023 (timed at once)
-                args.calls,
-                args.iters,
-            )
-            err = rel_err(torch.ops.lowbit.mmvq(x, w0, int(q), scales=s0, math="bf16"), ref)
+
+        def dense_row(kernel: str, timed: tuple[float, float], err: float, note: str, m: int = m) -> float:
+            t, plain = timed
             rows.add(
                 op="dense",
-                kernel="mmvq_bf16",
+                kernel=kernel,
                 qtype=name,
                 N=n,
                 K=k,
                 M=m,
                 median_us=t,
                 weight_GBps=wbytes / t / 1e3,
-                tflops=flops / t / 1e6,
+                tflops=2.0 * m * n * k / t / 1e6,
                 rel_err=err,
-                notes=f"bf16 activations, math=bf16; graph replay of {args.calls} calls",
-                plain_us=p,
+                notes=f"{note}; {graph}",
+                plain_us=plain,
             )
+            return t
+
+        int8 = m <= 8 and q != QuantType.MXFP8_E4M3
+        if int8:  # the bf16 arithmetic too, for the record (auto takes int8 here)
+            timed = time_calls(lambda r, x=x: rw.mmvq(x, r, math="bf16"), args.calls, args.iters)
+            err = rel_err(rw.mmvq(x, 0, math="bf16"), ref)
+            dense_row("mmvq_bf16", timed, err, "bf16 activations, math=bf16")
         if m <= 16:
-            t, p = time_calls(
-                lambda r: torch.ops.lowbit.mmvq(x, ws[r % copies], int(q), scales=ss[r % copies]),  # noqa: B023 (timed at once)
-                args.calls,
-                args.iters,
-            )
-            err = rel_err(torch.ops.lowbit.mmvq(x, w0, int(q), scales=s0), ref)
+            timed = time_calls(lambda r, x=x: rw.mmvq(x, r), args.calls, args.iters)
+            err = rel_err(rw.mmvq(x, 0), ref)
             note = "bf16 activations, math=" + ("int8 (q8 per 32 in the kernel)" if int8 else "bf16")
         else:  # MMVQ in passes of 16 tokens (data for the dispatcher's threshold)
-            t, p = time_calls(
-                lambda r: torch.ops.lowbit.linear(x, ws[r % copies], int(q), scales=ss[r % copies], kernel="mmvq"),  # noqa: B023 (timed at once)
-                args.calls,
-                args.iters,
-            )
-            err = rel_err(torch.ops.lowbit.linear(x, w0, int(q), scales=s0, kernel="mmvq"), ref)
+            timed = time_calls(lambda r, x=x: rw.linear(x, r, kernel="mmvq"), args.calls, args.iters)
+            err = rel_err(rw.linear(x, 0, kernel="mmvq"), ref)
             note = f"bf16 activations; {math.ceil(m / 16)} passes of 16 tokens"
-        rows.add(
-            op="dense",
-            kernel="mmvq",
-            qtype=name,
-            N=n,
-            K=k,
-            M=m,
-            median_us=t,
-            weight_GBps=wbytes / t / 1e3,
-            tflops=flops / t / 1e6,
-            rel_err=err,
-            notes=f"{note}; graph replay of {args.calls} calls",
-            plain_us=p,
-        )
-        results[name][("mmvq", m)] = t
+        results[name][("mmvq", m)] = dense_row("mmvq", timed, err, note)
 
-        def dq_mm(r: int) -> torch.Tensor:
-            wb = lowbit.dequantize(ws[r % copies], q, scales=ss[r % copies], dtype=torch.bfloat16)
-            return torch.matmul(x, wb.T)  # noqa: B023 (timed at once)
-
-        t, p = time_calls(dq_mm, args.calls, args.iters)
-        err = rel_err(dq_mm(0), ref)
-        rows.add(
-            op="dense",
-            kernel="dequant_matmul",
-            qtype=name,
-            N=n,
-            K=k,
-            M=m,
-            median_us=t,
-            weight_GBps=wbytes / t / 1e3,
-            tflops=flops / t / 1e6,
-            rel_err=err,
-            notes=f"lowbit.dequantize + torch.matmul bf16; graph replay of {args.calls} calls",
-            plain_us=p,
+        timed = time_calls(lambda r, x=x: torch.matmul(x, rw.dequantize(r).T), args.calls, args.iters)
+        err = rel_err(torch.matmul(x, rw.dequantize(0).T), ref)
+        results[name][("dequant_matmul", m)] = dense_row(
+            "dequant_matmul", timed, err, "lowbit.dequantize + torch.matmul bf16"
         )
-        results[name][("dequant_matmul", m)] = t
+
         choice = lowbit.select_kernel(q, m, n, k, dev)
-        t, p = time_calls(lambda r: lowbit.linear(x, ws[r % copies], q, scales=ss[r % copies]), args.calls, args.iters)  # noqa: B023 (timed at once)
-        rows.add(
-            op="dense",
-            kernel="auto",
-            qtype=name,
-            N=n,
-            K=k,
-            M=m,
-            median_us=t,
-            weight_GBps=wbytes / t / 1e3,
-            tflops=flops / t / 1e6,
-            rel_err=rel_err(lowbit.linear(x, w0, q, scales=s0), ref),
-            notes=f"dispatcher chose {choice['kernel']}; graph replay of {args.calls} calls",
-            plain_us=p,
-        )
-        results[name][("auto", m)] = t
+        timed = time_calls(lambda r, x=x: rw.linear(x, r), args.calls, args.iters)
+        err = rel_err(rw.linear(x, 0), ref)
+        results[name][("auto", m)] = dense_row("auto", timed, err, f"dispatcher chose {choice['kernel']}")
 
 
 def bench_bf16(n: int, k: int, ms: list[int], rows: Rows, args: argparse.Namespace, results: dict) -> None:
