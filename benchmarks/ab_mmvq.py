@@ -9,8 +9,10 @@ through >= 256 MB, fresh random bf16 activations, the output checked against flo
     python benchmarks/ab_mmvq.py --build new=python --build base=ab-base/python \
         --types iq3_xxs,iq2_xxs --m 1,2 [--passes 2]
 
-A build is NAME=DIR, DIR holding the `lowbit` package with its compiled _C (benchmarks/device_run.sh
-`build` makes ./python's, `build-base` makes ab-base/python's from a tree at another commit).
+A build is NAME=DIR[,KEY=VALUE...]: DIR holds the `lowbit` package with its compiled _C
+(benchmarks/device_run.sh `build` makes ./python's, `build-base` makes ab-base/python's from a tree
+at another commit), the KEY=VALUE pairs go into its process's environment (to time a knob that a
+build reads from the environment: --build on=python,KNOB=1 --build off=python,KNOB=0).
 """
 
 from __future__ import annotations
@@ -65,12 +67,15 @@ def main() -> int:
         time_one_build(types, ms, args.n, args.k)
         return 0
 
-    builds: list[tuple[str, Path]] = []
+    builds: list[tuple[str, Path, dict[str, str]]] = []
     for spec in args.build:
-        name, sep, path = spec.partition("=")
-        if not sep or not name or not (Path(path) / "lowbit").is_dir():
-            ap.error(f"--build must be NAME=DIR with DIR/lowbit present, got {spec!r}")
-        builds.append((name, Path(path).resolve()))
+        name, sep, rest = spec.partition("=")
+        path, *settings = rest.split(",")
+        pairs = [item.partition("=") for item in settings]
+        extra = {key: value for key, _, value in pairs}
+        if not sep or not name or not (Path(path) / "lowbit").is_dir() or not all(k and eq for k, eq, _ in pairs):
+            ap.error(f"--build must be NAME=DIR[,KEY=VALUE...] with DIR/lowbit present, got {spec!r}")
+        builds.append((name, Path(path).resolve(), extra))
     if len(builds) < 2:
         ap.error("--build: give at least two builds to compare")
     if args.passes < 1:
@@ -78,8 +83,8 @@ def main() -> int:
 
     best: dict[tuple[str, str, int], float] = {}
     for p in range(args.passes):
-        for name, path in builds:
-            env = dict(os.environ)
+        for name, path, extra in builds:
+            env = dict(os.environ) | extra
             inherited = [v for v in env.get("PYTHONPATH", "").split(os.pathsep) if v]
             env["PYTHONPATH"] = os.pathsep.join([str(path), *inherited])  # this build's lowbit first
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--types", args.types, "--m", args.m]
@@ -99,10 +104,10 @@ def main() -> int:
                 best[key] = min(best.get(key, math.inf), r["us"])
 
     print(f"MMVQ us, N={args.n} K={args.k}, fastest of {args.passes} alternating passes")
-    print(f"{'type':<12}{'M':>3}" + "".join(f"{name:>12}" for name, _ in builds))
+    print(f"{'type':<12}{'M':>3}" + "".join(f"{name:>12}" for name, _, _ in builds))
     for t in types:
         for m in ms:
-            print(f"{t:<12}{m:>3}" + "".join(f"{best[(name, t, m)]:>12.2f}" for name, _ in builds))
+            print(f"{t:<12}{m:>3}" + "".join(f"{best[(name, t, m)]:>12.2f}" for name, _, _ in builds))
     return 0
 
 
