@@ -92,6 +92,37 @@ class Rows:
         row.update({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in kw.items()})
         self.rows.append(row)
 
+    def add_dense(
+        self,
+        kernel: str,
+        qtype: str,
+        n: int,
+        k: int,
+        m: int,
+        weight_bytes: int,
+        timed: tuple[float, float],
+        err: float,
+        notes: str,
+    ) -> float:
+        """A dense row from a (graph-replay, plain) timing in us; returns the graph-replay time."""
+        t, plain = timed
+        flops = 2.0 * m * n * k
+        self.add(
+            op="dense",
+            kernel=kernel,
+            qtype=qtype,
+            N=n,
+            K=k,
+            M=m,
+            median_us=t,
+            weight_GBps=weight_bytes / t / 1e3,
+            tflops=flops / t / 1e6,
+            rel_err=err,
+            notes=notes,
+            plain_us=plain,
+        )
+        return t
+
     def write(self, path: Path) -> None:
         with path.open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=HEADER.split(","))
@@ -173,22 +204,7 @@ def bench_type(
         ref = x.double() @ w64.T
 
         def dense_row(kernel: str, timed: tuple[float, float], err: float, note: str, m: int = m) -> float:
-            t, plain = timed
-            rows.add(
-                op="dense",
-                kernel=kernel,
-                qtype=name,
-                N=n,
-                K=k,
-                M=m,
-                median_us=t,
-                weight_GBps=wbytes / t / 1e3,
-                tflops=2.0 * m * n * k / t / 1e6,
-                rel_err=err,
-                notes=f"{note}; {graph}",
-                plain_us=plain,
-            )
-            return t
+            return rows.add_dense(kernel, name, n, k, m, wbytes, timed, err, f"{note}; {graph}")
 
         int8 = m <= 8 and q != QuantType.MXFP8_E4M3
         if int8:  # the bf16 arithmetic too, for the record (auto takes int8 here)
@@ -223,22 +239,10 @@ def bench_bf16(n: int, k: int, ms: list[int], rows: Rows, args: argparse.Namespa
     ws = [torch.randn(n, k, device=dev, dtype=torch.bfloat16) for _ in range(copies)]
     for m in ms:
         x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-        t, p = time_calls(lambda r: torch.matmul(x, ws[r % copies].T), args.calls, args.iters)  # noqa: B023 (timed at once)
+        timed = time_calls(lambda r, x=x: torch.matmul(x, ws[r % copies].T), args.calls, args.iters)
         err = rel_err(torch.matmul(x, ws[0].T), x.double() @ ws[0].double().T)
-        rows.add(
-            op="dense",
-            kernel="bf16_matmul",
-            qtype="bf16",
-            N=n,
-            K=k,
-            M=m,
-            median_us=t,
-            weight_GBps=2 * n * k / t / 1e3,
-            tflops=2.0 * m * n * k / t / 1e6,
-            rel_err=err,
-            notes=f"torch.matmul on a bf16 weight; graph replay of {args.calls} calls",
-            plain_us=p,
-        )
+        note = f"torch.matmul on a bf16 weight; graph replay of {args.calls} calls"
+        t = rows.add_dense("bf16_matmul", "bf16", n, k, m, 2 * n * k, timed, err, note)
         results.setdefault("bf16", {})[("bf16_matmul", m)] = t
 
 

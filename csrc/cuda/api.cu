@@ -140,6 +140,13 @@ void check_mmvq_math(QuantType t, int64_t m, MmvqMath math) {
                " tokens of every type but mxfp8_e4m3; got ", type_name(t), " with M = ", m);
 }
 
+// The one routing decision of an MMVQ call (`math` resolved).
+cuda_detail::MmvqPlan plan_for(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math) {
+  cuda_detail::MmvqPlan plan;
+  visit_weight_type(t, [&](auto traits) { plan = cuda_detail::plan_mmvq<decltype(traits)::kType>(n, k, m, math); });
+  return plan;
+}
+
 }  // namespace
 
 const char* mmvq_kernel_name(MmvqKernel kernel) {
@@ -159,11 +166,7 @@ MmvqKernel mmvq_kernel(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath ma
   row_bytes(t, k, "k");
   LOWBIT_CHECK(n >= 0, "w: rows/N must be >= 0, got ", n);
   check_mmvq_math(t, m, math);
-  MmvqKernel kernel = MmvqKernel::kBf16TensorCores;
-  visit_weight_type(t, [&](auto traits) {
-    kernel = cuda_detail::mmvq_kernel_for<decltype(traits)::kType>(n, k, m, resolve_mmvq_math(t, m, math));
-  });
-  return kernel;
+  return plan_for(t, n, k, m, resolve_mmvq_math(t, m, math)).kernel;
 }
 
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
@@ -211,11 +214,9 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
   } owned{nullptr, stream};
   // Only the int8 tensor-core kernel reads the workspace (its prologue fills it); the dp4a kernel
   // quantizes the activations itself. mmvq_workspace_bytes sizes it for callers that do not know
-  // the route, which launch_mmvq takes by the same plan (same arguments, same device).
-  MmvqKernel kernel = MmvqKernel::kBf16TensorCores;
-  visit_weight_type(t,
-                    [&](auto traits) { kernel = cuda_detail::mmvq_kernel_for<decltype(traits)::kType>(n, k, m, run); });
-  const bool uses_workspace = need > 0 && kernel == MmvqKernel::kInt8TensorCores;
+  // the route; the plan decides it here and is the one launch_mmvq runs.
+  const cuda_detail::MmvqPlan plan = plan_for(t, n, k, m, run);
+  const bool uses_workspace = need > 0 && plan.kernel == MmvqKernel::kInt8TensorCores;
   if (uses_workspace && workspace == nullptr) {
     const cudaError_t err = cudaMallocAsync(&owned.ptr, need, stream);
     LOWBIT_CHECK(err == cudaSuccess, "mmvq: cannot allocate its ", need, " byte workspace: ", cudaGetErrorString(err));
@@ -225,8 +226,8 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
     args.xs = static_cast<const float*>(workspace);
     args.xq = static_cast<const uint8_t*>(workspace) + k;
   }
-  visit_weight_type(t,
-                    [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, run, stream); });
+  visit_weight_type(
+      t, [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, plan, stream); });
 }
 
 }  // namespace cuda

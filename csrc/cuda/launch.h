@@ -48,18 +48,34 @@ inline int64_t int8_activation_bytes(int64_t m, int64_t k) {
 template <QuantType T>
 void launch_dequant(const DequantArgs& a, FloatType out_type, cudaStream_t stream);
 
-template <QuantType T>
-void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream);
+// The dp4a MMVQ's launch shape (lane_grid).
+struct LaneGrid {
+  bool fits;
+  unsigned blocks;
+  int threads;
+  int smem;
+};
 
-// The kernel launch_mmvq runs for these sizes on the current device (`math` resolved).
+// Which MMVQ kernel a call runs and its launch shape (plan_mmvq): computed once per call, from
+// which the caller learns whether the int8 workspace is read and which launch_mmvq then runs.
+struct MmvqPlan {
+  cuda::MmvqKernel kernel = cuda::MmvqKernel::kBf16TensorCores;
+  LaneGrid lanes{};
+  int int8_warps = 0;
+};
+
+// The plan for these sizes on the current device (`math` resolved).
 template <QuantType T>
-cuda::MmvqKernel mmvq_kernel_for(int64_t n, int64_t k, int64_t m, MmvqMath math);
+MmvqPlan plan_mmvq(int64_t n, int64_t k, int64_t m, MmvqMath math);
+
+template <QuantType T>
+void launch_mmvq(const MmvqArgs& a, FloatType act_type, const MmvqPlan& plan, cudaStream_t stream);
 
 // Instantiates every kernel launcher of weight type Name (in a kernels_<family>.cu).
-#define LOWBIT_INSTANTIATE_KERNELS(Name)                                                          \
-  template void launch_dequant<QuantType::Name>(const DequantArgs&, FloatType, cudaStream_t);     \
-  template void launch_mmvq<QuantType::Name>(const MmvqArgs&, FloatType, MmvqMath, cudaStream_t); \
-  template cuda::MmvqKernel mmvq_kernel_for<QuantType::Name>(int64_t, int64_t, int64_t, MmvqMath);
+#define LOWBIT_INSTANTIATE_KERNELS(Name)                                                                 \
+  template void launch_dequant<QuantType::Name>(const DequantArgs&, FloatType, cudaStream_t);            \
+  template void launch_mmvq<QuantType::Name>(const MmvqArgs&, FloatType, const MmvqPlan&, cudaStream_t); \
+  template MmvqPlan plan_mmvq<QuantType::Name>(int64_t, int64_t, int64_t, MmvqMath);
 
 // Throws lowbit::Error with the CUDA error string when a launch failed.
 void check_launch(const char* kernel);

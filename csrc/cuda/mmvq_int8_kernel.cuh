@@ -283,16 +283,9 @@ void launch_mmvq_int8_as(const MmvqArgs& a, int warps, cudaStream_t stream) {
                               Tl::smem_bytes(warps), stream, "mmvq (int8)", a);
 }
 
-// The dp4a MMVQ's grid for N x K and kTokens tokens on this device: one block per SM (fewer where
-// the row groups are fewer), teams per block the fewest that cover the groups; fits is false
-// where a block's shared memory cannot hold the activations.
-struct LaneGrid {
-  bool fits;
-  unsigned blocks;
-  int threads;
-  int smem;
-};
-
+// The dp4a MMVQ's grid for N x K and kTokens tokens on this device (LaneGrid, launch.h): one
+// block per SM (fewer where the row groups are fewer), teams per block the fewest that cover the
+// groups; fits is false where a block's shared memory cannot hold the activations.
 template <class Traits, int kTokens>
 LaneGrid lane_grid(int64_t n, int64_t k, const DeviceLimits& limits) {
   using Tl = MmvqLaneTiling<Traits>;
@@ -320,16 +313,11 @@ void launch_mmvq_lane_as(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t s
   launch_programmatic<kernel>(grid.blocks, grid.threads, grid.smem, stream, "mmvq (int8 lanes)", a);
 }
 
-// Which MMVQ kernel serves one weight type, and its launch shape: where the format has an int8
-// form (and `math`, already resolved, is not bf16), dp4a lanes at M = 1 and 2 where lane_shape
-// says they are faster and the activations fit a block's shared memory, int8 tensor cores up to
-// M = 8 where a warp's ring fits; bf16 tensor cores otherwise (and for MXFP8, and beyond 8 tokens).
-struct MmvqPlan {
-  cuda::MmvqKernel kernel = cuda::MmvqKernel::kBf16TensorCores;
-  LaneGrid lanes{};
-  int int8_warps = 0;
-};
-
+// Which MMVQ kernel serves one weight type, and its launch shape (MmvqPlan, launch.h): where the
+// format has an int8 form (and `math`, already resolved, is not bf16), dp4a lanes at M = 1 and 2
+// where lane_shape says they are faster and the activations fit a block's shared memory, int8
+// tensor cores up to M = 8 where a warp's ring fits; bf16 tensor cores otherwise (and for MXFP8,
+// and beyond 8 tokens).
 template <QuantType T>
 MmvqPlan plan_mmvq(int64_t n, int64_t k, int64_t m, MmvqMath math) {
   using Traits = FormatTraits<T>;
@@ -356,16 +344,10 @@ MmvqPlan plan_mmvq(int64_t n, int64_t k, int64_t m, MmvqMath math) {
   return plan;
 }
 
+// The MMVQ entry of one weight type: runs the kernel `plan` (plan_mmvq<T> for these arguments) picks.
 template <QuantType T>
-cuda::MmvqKernel mmvq_kernel_for(int64_t n, int64_t k, int64_t m, MmvqMath math) {
-  return plan_mmvq<T>(n, k, m, math).kernel;
-}
-
-// The MMVQ entry of one weight type: runs the kernel plan_mmvq picks.
-template <QuantType T>
-void launch_mmvq(const MmvqArgs& a, FloatType act_type, MmvqMath math, cudaStream_t stream) {
+void launch_mmvq(const MmvqArgs& a, FloatType act_type, const MmvqPlan& plan, cudaStream_t stream) {
   using Traits = FormatTraits<T>;
-  const MmvqPlan plan = plan_mmvq<T>(a.n, a.k, a.m, math);
   auto run = [&](auto act) {
     using Act = decltype(act);
     if constexpr (HasInt8<Traits>::value) {

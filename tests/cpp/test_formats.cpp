@@ -169,7 +169,7 @@ void expect_int8_form_matches(std::mt19937& rng) {
   }
 }
 
-// the check of decode_i8_in_sub_block above must meet IQ2_XXS's own whole-sub-block read
+// the check of decode_i8_in_sub_block above must meet the formats' own whole-sub-block reads
 static_assert(HasWholeSubDecode<FormatTraits<QuantType::IQ2_XXS>>::value &&
                   HasWholeSubDecode<FormatTraits<QuantType::IQ4_XS>>::value,
               "IQ2_XXS and IQ4_XS define decode_i8_whole_sub (the forms checked above)");
