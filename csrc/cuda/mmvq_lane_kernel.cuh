@@ -159,6 +159,10 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
       kRows > 0 && kLaneBlockWarps % kTeamWarps == 0 && (kTeamWarps == 1 || kLaneBlockWarps / kTeamWarps <= 16),
       "a named barrier per team");
   constexpr int kSums = kRows * kTokens;  // acc[r * kTokens + m]
+  // One token, a grid format: the signs stay apart from the magnitudes (sign_byte_mask4), two dp4a
+  // per word costing less than forming the negated bytes; with more tokens the extra dp4a per token
+  // would cost what the sign arithmetic saves.
+  constexpr bool kSplitSigns = kTokens == 1 && HasGridI8<Traits>::value;
   constexpr int kTeamThreads = 32 * kTeamWarps;
   constexpr int64_t kStep = Tl::kStepBytes * kTeamWarps;  // a thread's row bytes per round
   extern __shared__ __align__(16) uint8_t smem[];
@@ -237,16 +241,28 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         if constexpr (Traits::kSplitScales) split = split_scale[r][step * kTeamThreads];
         const BlockRef b{w[r] + step * kStep, split};
         int sum[kTokens][Tl::kScalesPerSub] = {};
+        int negated[Tl::kScalesPerSub] = {};  // kSplitSigns: dot of the negated weights' magnitudes
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
-          const Int8Group q = decode_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
           const int h = t * Tl::kScalesPerSub / 4;  // 16-weight scales: groups 0, 1 | 2, 3
+          if constexpr (kSplitSigns) {
+            const GridGroup q = grid_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
 #pragma unroll
-          for (int m = 0; m < kTokens; ++m)
-            sum[m][h] = dp4a(q.q[1], x[m][2 * t + 1], dp4a(q.q[0], x[m][2 * t], sum[m][h]));
+            for (int i = 0; i < 2; ++i) {
+              const uint32_t mask = sign_byte_mask4(i ? q.signs >> 4 : q.signs & 0xFu);
+              sum[0][h] = dp4a(q.mag[i], x[0][2 * t + i], sum[0][h]);
+              negated[h] = dp4a(q.mag[i] & mask, x[0][2 * t + i], negated[h]);
+            }
+          } else {
+            const Int8Group q = decode_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
+#pragma unroll
+            for (int m = 0; m < kTokens; ++m)
+              sum[m][h] = dp4a(q.q[1], x[m][2 * t + 1], dp4a(q.q[0], x[m][2 * t], sum[m][h]));
+          }
         }
 #pragma unroll
         for (int h = 0; h < Tl::kScalesPerSub; ++h) {
+          if constexpr (kSplitSigns) sum[0][h] -= 2 * negated[h];
           const float ws = Traits::scale_i8(b, Tl::kScalesPerSub * sub + h);
 #pragma unroll
           for (int m = 0; m < kTokens; ++m)

@@ -185,6 +185,62 @@ TEST(Int8Form, EqualsTheFloatDecodeForEveryIntegerFormat) {
   EXPECT_EQ(formats, 13);  // every weight type but MXFP8 (E4M3 values are not integers)
 }
 
+// dp4a as the hardware computes it: the four signed bytes of a times those of b, summed.
+int dp4a_host(uint32_t a, uint32_t b) {
+  int sum = 0;
+  for (int i = 0; i < 4; ++i)
+    sum += static_cast<int8_t>(static_cast<uint8_t>(a >> (8 * i))) *
+           static_cast<int8_t>(static_cast<uint8_t>(b >> (8 * i)));
+  return sum;
+}
+
+TEST(GridSigns, ByteMaskSpreadsEachBit) {
+  for (uint32_t nibble = 0; nibble < 16; ++nibble) {
+    uint32_t expected = 0;
+    for (int i = 0; i < 4; ++i)
+      if (nibble >> i & 1u) expected |= 0xFFu << (8 * i);
+    EXPECT_EQ(sign_byte_mask4(nibble), expected) << "nibble " << nibble;
+  }
+}
+
+// grid_i8 (magnitudes and signs apart) gives decode_i8 once the signs are applied, and its split
+// dot product dot(mag, x) - 2 dot(mag & mask, x) equals the signed one, on random blocks and x.
+template <class Traits>
+int expect_split_signs_match(std::mt19937& rng) {
+  if constexpr (HasGridI8<Traits>::value) {
+    const Codebooks cb = host_codebooks();
+    std::vector<uint8_t> bytes(Traits::kBlockBytes);
+    for (int trial = 0; trial < 500; ++trial) {
+      for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+      const BlockRef block{bytes.data(), 0};
+      for (int g = 0; g < Traits::kBlockElems / kGroupElems; ++g) {
+        const Int8Group q = Traits::decode_i8(block, g, cb);
+        const GridGroup grid = grid_i8_in_sub_block<Traits>(block, g, cb);
+        const Int8Group signed_grid = apply_sign_bits(grid);
+        EXPECT_TRUE(grid.signs < 256u && signed_grid.q[0] == q.q[0] && signed_grid.q[1] == q.q[1])
+            << Traits::kName << " group " << g;
+        for (int w = 0; w < 2; ++w) {
+          const uint32_t x = static_cast<uint32_t>(rng());
+          const uint32_t mask = sign_byte_mask4(w ? grid.signs >> 4 : grid.signs & 0xFu);
+          EXPECT_EQ(dp4a_host(grid.mag[w], x) - 2 * dp4a_host(grid.mag[w] & mask, x), dp4a_host(q.q[w], x))
+              << Traits::kName << " group " << g << " word " << w;
+        }
+      }
+    }
+    return 1;
+  }
+  return 0;
+}
+
+TEST(GridSigns, SplitDotEqualsTheSignedDotForEveryGridFormat) {
+  std::mt19937 rng(std::random_device{}());
+  int formats = 0;
+#define LOWBIT_CHECK_GRID(Name) formats += expect_split_signs_match<FormatTraits<QuantType::Name>>(rng);
+  LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_GRID)
+#undef LOWBIT_CHECK_GRID
+  EXPECT_EQ(formats, 5);  // IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S
+}
+
 TEST(Int8Form, ElementOrdersArePermutations) {
   for (I8Order order : {I8Order::kContiguous, I8Order::kNibbleInterleaved}) {
     std::vector<int> seen(32, 0);

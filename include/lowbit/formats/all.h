@@ -52,4 +52,23 @@ LOWBIT_HD Int8Group decode_i8_in_sub_block(BlockRef b, int g, const Codebooks& c
     return Traits::decode_i8(b, g, cb);
 }
 
+// The grid formats' int8 groups before their signs (FormatTraits::grid_i8, GridGroup), and the
+// same through the whole-sub-block read where a format has one (grid_i8_whole_sub).
+template <class Traits, class = void>
+struct HasGridI8 : std::false_type {};
+template <class Traits>
+struct HasGridI8<Traits, std::void_t<decltype(&Traits::grid_i8)>> : std::true_type {};
+template <class Traits, class = void>
+struct HasWholeSubGrid : std::false_type {};
+template <class Traits>
+struct HasWholeSubGrid<Traits, std::void_t<decltype(&Traits::grid_i8_whole_sub)>> : std::true_type {};
+
+template <class Traits, bool kWholeSub = true>
+LOWBIT_HD GridGroup grid_i8_in_sub_block(BlockRef b, int g, const Codebooks& cb) {
+  if constexpr (kWholeSub && HasWholeSubGrid<Traits>::value)
+    return Traits::grid_i8_whole_sub(b, g, cb);
+  else
+    return Traits::grid_i8(b, g, cb);
+}
+
 }  // namespace lowbit

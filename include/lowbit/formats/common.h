@@ -326,6 +326,26 @@ LOWBIT_HD Int8Group apply_sign_bits(uint32_t mag0, uint32_t mag1, uint32_t signs
   return Int8Group{{(mag0 ^ (one0 * 0xFFu)) + one0, (mag1 ^ (one1 * 0xFFu)) + one1}};
 }
 
+// A grid format's int8 group before its signs are applied (FormatTraits::grid_i8): two words of
+// magnitudes and eight sign bits (bit i negates byte i; signs < 256). apply_sign_bits gives the
+// group; a dot product can also keep the signs apart (sign_byte_mask4).
+struct GridGroup {
+  uint32_t mag[2];
+  uint32_t signs;
+};
+
+LOWBIT_HD Int8Group apply_sign_bits(const GridGroup& g) {
+  return apply_sign_bits(g.mag[0], g.mag[1], g.signs);
+}
+
+// 0xFF in byte i where bit i of `nibble` (< 16) is set: the multiply puts bit i at bit 8i + 7
+// without carries (the four shifted copies do not overlap), prmt's sign-replicate mode spreads
+// each top bit over its byte. With it, dot(signed, x) = dot(mag, x) - 2 dot(mag & mask, x): two
+// dp4a instead of forming the negated bytes (the dp4a MMVQ at one token).
+LOWBIT_HD uint32_t sign_byte_mask4(uint32_t nibble) {
+  return byte_perm(nibble * 0x10204080u, 0u, 0xBA98u);
+}
+
 // A row of the ternary IQ1 grid (int8 -1/0/1 bytes) as eight nibbles grid + 1, element i in
 // nibble i: each half is a ready byte_perm selector into a 3-entry value table.
 LOWBIT_HD uint32_t pack_ternary_row(uint64_t row) {

@@ -63,26 +63,34 @@ struct FormatTraits<QuantType::IQ2_XXS>
                               detail::iq2_scale(d, aux >> 28));
   }
 
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+  LOWBIT_HD static GridGroup grid_i8(BlockRef b, int g, const Codebooks& cb) {
     const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
     const int l = g & 3;
-    return group_i8(sub[l], load_u32<2>(sub + 4), l, cb);
+    return group_grid(sub[l], load_u32<2>(sub + 4), l, cb);
   }
 
-  // decode_i8 from the sub-block's 8 bytes read whole (decode_i8_in_sub_block): the grid index is
+  // grid_i8 from the sub-block's 8 bytes read whole (decode_i8_in_sub_block): the grid index is
   // byte l, the signs in the upper word. In the dp4a MMVQ this saves 3 of 12 loads per sub-block;
   // in the tensor-core MMVQ (one group per lane) the wider reads cost 12% at M = 4 (NOTES.md).
-  LOWBIT_HD static Int8Group decode_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
+  LOWBIT_HD static GridGroup grid_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
     const uint64_t sub = load_u64<2>(b.bytes + offsetof(Block, qs) + 8 * (g >> 2));
     const int l = g & 3;
-    return group_i8(static_cast<uint32_t>(sub >> (8 * l)) & 0xFFu, static_cast<uint32_t>(sub >> 32), l, cb);
+    return group_grid(static_cast<uint32_t>(sub >> (8 * l)) & 0xFFu, static_cast<uint32_t>(sub >> 32), l, cb);
   }
 
-  // Group l of a sub-block from its grid index and its sign/scale word (both decode_i8 forms).
-  LOWBIT_HD static Int8Group group_i8(uint32_t index, uint32_t aux, int l, const Codebooks& cb) {
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    return apply_sign_bits(grid_i8(b, g, cb));
+  }
+
+  LOWBIT_HD static Int8Group decode_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
+    return apply_sign_bits(grid_i8_whole_sub(b, g, cb));
+  }
+
+  // Group l of a sub-block from its grid index and its sign/scale word (both grid_i8 forms).
+  LOWBIT_HD static GridGroup group_grid(uint32_t index, uint32_t aux, int l, const Codebooks& cb) {
     const uint64_t mag = cb.iq2xxs_grid[index];
-    return apply_sign_bits(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32),
-                           ksigns_iq2xs((aux >> (7 * l)) & 127u));
+    return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)},
+                     ksigns_iq2xs((aux >> (7 * l)) & 127u)};
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
@@ -106,10 +114,14 @@ struct FormatTraits<QuantType::IQ2_XS>
                               detail::iq2_scale(d, (sc >> (4 * ((g & 3) >> 1))) & 0xFu));
   }
 
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+  LOWBIT_HD static GridGroup grid_i8(BlockRef b, int g, const Codebooks& cb) {
     const uint32_t q = load_u16<2>(b.bytes + offsetof(Block, qs) + 2 * g);
     const uint64_t mag = cb.iq2xs_grid[q & 511u];
-    return apply_sign_bits(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32), ksigns_iq2xs(q >> 9));
+    return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)}, ksigns_iq2xs(q >> 9)};
+  }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    return apply_sign_bits(grid_i8(b, g, cb));
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group
@@ -134,12 +146,16 @@ struct FormatTraits<QuantType::IQ2_S> : BlockFormat<QuantType::IQ2_S, BlockIq2s,
     return detail::grid_group(cb.iq2s_grid[index], signs, detail::iq2_scale(d, (sc >> (4 * (l >> 1))) & 0xFu));
   }
 
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+  LOWBIT_HD static GridGroup grid_i8(BlockRef b, int g, const Codebooks& cb) {
     const uint32_t qh = b.bytes[offsetof(Block, qh) + (g >> 2)];
     const uint32_t index = b.bytes[offsetof(Block, qs) + g] | ((qh << (8 - 2 * (g & 3))) & 0x300u);
     const uint64_t mag = cb.iq2s_grid[index];
-    return apply_sign_bits(static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32),
-                           b.bytes[offsetof(Block, qs) + 32 + g]);
+    return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)},
+                     b.bytes[offsetof(Block, qs) + 32 + g]};
+  }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    return apply_sign_bits(grid_i8(b, g, cb));
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group

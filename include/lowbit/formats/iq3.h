@@ -48,12 +48,16 @@ struct FormatTraits<QuantType::IQ3_XXS>
                                    ksigns_iq2xs((aux >> (7 * l)) & 127u), scale);
   }
 
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+  LOWBIT_HD static GridGroup grid_i8(BlockRef b, int g, const Codebooks& cb) {
     const int ib = g >> 2, l = g & 3;
     const uint8_t* qs = b.bytes + offsetof(Block, qs);
     const uint32_t aux = load_u32<2>(qs + 64 + 4 * ib);
-    return apply_sign_bits(cb.iq3xxs_grid[qs[8 * ib + 2 * l]], cb.iq3xxs_grid[qs[8 * ib + 2 * l + 1]],
-                           ksigns_iq2xs((aux >> (7 * l)) & 127u));
+    return GridGroup{{cb.iq3xxs_grid[qs[8 * ib + 2 * l]], cb.iq3xxs_grid[qs[8 * ib + 2 * l + 1]]},
+                     ksigns_iq2xs((aux >> (7 * l)) & 127u)};
+  }
+
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    return apply_sign_bits(grid_i8(b, g, cb));
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
@@ -85,10 +89,14 @@ struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s,
     return detail::grid_pair_group(row0, row1, signs, scale_i8(b, g >> 2));
   }
 
+  LOWBIT_HD static GridGroup grid_i8(BlockRef b, int g, const Codebooks& cb) {
+    GridGroup r;
+    group_codes(b, g, cb, r.mag[0], r.mag[1], r.signs);
+    return r;
+  }
+
   LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    uint32_t row0, row1, signs;
-    group_codes(b, g, cb, row0, row1, signs);
-    return apply_sign_bits(row0, row1, signs);
+    return apply_sign_bits(grid_i8(b, g, cb));
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
