@@ -39,7 +39,8 @@ struct LaneShape {
   int rows;
   int team_warps;
   bool pairs;
-  bool whole_sub = true;  // decode through the format's decode_i8_whole_sub where it has one
+  bool whole_sub = true;     // decode through the format's decode_i8_whole_sub where it has one
+  bool split_signs = false;  // one token, grid formats (grid_i8): signs as a second dp4a
 };
 
 template <class Traits>
@@ -50,7 +51,8 @@ constexpr LaneShape lane_shape(int tokens) {
                          t == QuantType::IQ1_S || t == QuantType::IQ1_M || t == QuantType::IQ3_XXS;
   if (tokens == 1) {
     if (t == QuantType::IQ4_XS) return {1, 1, true, false};  // 64-bit code reads 0.1 us slower here
-    return {2, 2, grids};
+    // split signs: iq3_xxs 15.2 -> 14.7 us, iq2_xxs 12.1 -> 11.9; iq2_xs, iq2_s, iq3_s 0.0-0.1 slower
+    return {2, 2, grids, true, t == QuantType::IQ3_XXS || t == QuantType::IQ2_XXS};
   }
   if (tokens == 2) {
     if (t == QuantType::IQ4_XS) return {1, 1, true};
@@ -159,10 +161,10 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
       kRows > 0 && kLaneBlockWarps % kTeamWarps == 0 && (kTeamWarps == 1 || kLaneBlockWarps / kTeamWarps <= 16),
       "a named barrier per team");
   constexpr int kSums = kRows * kTokens;  // acc[r * kTokens + m]
-  // One token, a grid format: the signs stay apart from the magnitudes (sign_byte_mask4), two dp4a
-  // per word costing less than forming the negated bytes; with more tokens the extra dp4a per token
-  // would cost what the sign arithmetic saves.
-  constexpr bool kSplitSigns = kTokens == 1 && HasGridI8<Traits>::value;
+  // The signs apart from the magnitudes (lane_shape's split_signs): two dp4a per word, one of the
+  // magnitudes under the sign mask (sign_byte_mask4), instead of forming the negated bytes.
+  constexpr bool kSplitSigns = kShape.split_signs;
+  static_assert(!kSplitSigns || (kTokens == 1 && HasGridI8<Traits>::value), "split signs: one token, grid formats");
   constexpr int kTeamThreads = 32 * kTeamWarps;
   constexpr int64_t kStep = Tl::kStepBytes * kTeamWarps;  // a thread's row bytes per round
   extern __shared__ __align__(16) uint8_t smem[];
@@ -241,7 +243,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         if constexpr (Traits::kSplitScales) split = split_scale[r][step * kTeamThreads];
         const BlockRef b{w[r] + step * kStep, split};
         int sum[kTokens][Tl::kScalesPerSub] = {};
-        int negated[Tl::kScalesPerSub] = {};  // kSplitSigns: dot of the negated weights' magnitudes
+        [[maybe_unused]] int negated[Tl::kScalesPerSub] = {};  // kSplitSigns: the negated weights' dot
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
           const int h = t * Tl::kScalesPerSub / 4;  // 16-weight scales: groups 0, 1 | 2, 3
