@@ -184,6 +184,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   const int sub = tid % Tl::kSubsPerBlock;
   const int64_t thread_byte = tid / Tl::kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
   const int sub_byte = sub * (Traits::kBlockBytes / Tl::kSubsPerBlock);  // about where its bytes start
+  // the thread's row pointers point this far into its blocks (lane_anchor)
+  const int anchor = lane_anchor<Traits>(sub);
   // rows past N (the last group only) read row 0 and are never stored
   auto row_of = [&](int64_t g, int r) {
     const int64_t row = g * kRows + r;
@@ -213,7 +215,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     const uint8_t* split_scale[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      w[r] = a.w + row_of(group, r) * a.w_row_stride + thread_byte;
+      w[r] = a.w + row_of(group, r) * a.w_row_stride + thread_byte + anchor;
       split_scale[r] = Traits::kSplitScales ? a.scales + row_of(group, r) * a.scale_row_stride + tid : nullptr;
     }
     const uint8_t* lo = codes + lo_half;
@@ -241,7 +243,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
       for (int r = 0; r < kRows; ++r) {
         uint8_t split = 0;
         if constexpr (Traits::kSplitScales) split = split_scale[r][step * kTeamThreads];
-        const BlockRef b{w[r] + step * kStep, split};
+        const BlockRef b{w[r] + step * kStep - anchor, split};
         int sum[kTokens][Tl::kScalesPerSub] = {};
         [[maybe_unused]] int negated[Tl::kScalesPerSub] = {};  // kSplitSigns: the negated weights' dot
 #pragma unroll
@@ -288,7 +290,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         // the pair's second sub-block into L2 ahead of its load (as measured; two rounds ahead,
         // the next pair, not tried)
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte);
+        for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte - anchor);
         add_sub_block(j, 0);
         add_sub_block(j + kTeamThreads, 1);
         advance(2);
@@ -298,7 +300,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     for (; j < subs; j += kTeamThreads) {
       if (j + kTeamThreads < subs)  // the next round's lines start into L2
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte);
+        for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte - anchor);
       add_sub_block(j, 0);
       advance(1);
     }

@@ -44,6 +44,23 @@ struct HasWholeSubDecode : std::false_type {};
 template <class Traits>
 struct HasWholeSubDecode<Traits, std::void_t<decltype(&Traits::decode_i8_whole_sub)>> : std::true_type {};
 
+// Where the dp4a MMVQ's pointer into a block sits for a thread decoding sub-block s: a format
+// whose sub-block s is read at one offset from the block (lane_anchor(s)) lets the thread keep
+// that address and reach its bytes by immediate offsets, instead of forming block + offset anew
+// for each load (ptxas rematerializes such per-thread offsets at 64 registers).
+template <class Traits, class = void>
+struct HasLaneAnchor : std::false_type {};
+template <class Traits>
+struct HasLaneAnchor<Traits, std::void_t<decltype(Traits::lane_anchor(0))>> : std::true_type {};
+
+template <class Traits>
+LOWBIT_HD constexpr int lane_anchor(int s) {
+  if constexpr (HasLaneAnchor<Traits>::value)
+    return Traits::lane_anchor(s);
+  else
+    return 0;
+}
+
 template <class Traits, bool kWholeSub = true>
 LOWBIT_HD Int8Group decode_i8_in_sub_block(BlockRef b, int g, const Codebooks& cb) {
   if constexpr (kWholeSub && HasWholeSubDecode<Traits>::value)

@@ -103,9 +103,11 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
 
   // d * (ls - 32) of 32-weight sub-block ib
   LOWBIT_HD static float sub_scale(BlockRef b, int ib) {
-    static_assert(offsetof(Block, scales_h) == 2, "d and scales_h: one 32-bit load");
-    const uint32_t head = load_u32<8>(b.bytes);  // d | scales_h << 16
-    const uint32_t low = (b.bytes[offsetof(Block, scales_l) + (ib >> 1)] >> (4 * (ib & 1))) & 0xFu;
+    static_assert(offsetof(Block, scales_h) == 2 && offsetof(Block, scales_l) == 4, "d, scales_h, scales_l: 8 bytes");
+    // d | scales_h << 16, and scales_l[0..3]: one 64-bit load (generic: blocks may sit in shared memory)
+    const uint64_t first = load_u64<8>(b.bytes);
+    const auto head = static_cast<uint32_t>(first), scales_l = static_cast<uint32_t>(first >> 32);
+    const uint32_t low = (scales_l >> (4 * ib)) & 0xFu;
     const int ls = static_cast<int>(low | (((head >> (16 + 2 * ib)) & 3u) << 4));
     return fp16_to_float(static_cast<uint16_t>(head & 0xFFFFu)) * static_cast<float>(ls - 32);
   }
@@ -127,6 +129,9 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) { return sub_scale(b, s); }
+
+  // all.h: sub-block s's code bytes
+  LOWBIT_HD static constexpr int lane_anchor(int s) { return static_cast<int>(offsetof(Block, qs)) + 16 * s; }
 };
 
 }  // namespace lowbit
