@@ -53,6 +53,8 @@ struct FormatTraits<QuantType::IQ2_XXS>
       Int8Form<I8Order::kContiguous, 32> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_xxs";
+  // all.h: sub-block s's 8 bytes (grid indices, then signs and scale)
+  LOWBIT_HD static constexpr int lane_anchor(int s) { return static_cast<int>(offsetof(Block, qs)) + 8 * s; }
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
     const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
