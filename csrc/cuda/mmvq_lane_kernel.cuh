@@ -41,6 +41,11 @@ struct LaneShape {
   bool pairs;
   bool whole_sub = true;     // decode through the format's decode_i8_whole_sub where it has one
   bool split_signs = false;  // one token, grid formats (grid_i8): signs as a second dp4a
+  // Without pairs, the per-round prefetch through a select instead of a branch: a branch can have
+  // ptxas rebuild the row pointers for the prefetch each round (SASS: IQ4_NL 187 -> 168, IQ1_M at
+  // two tokens 315 -> 292 instructions per round), but only IQ1_M at two tokens measured faster
+  // (16.4 -> 15.4-15.8 us; IQ4_NL within +-0.1, IQ3_S at one token +0.3).
+  bool select_prefetch = false;
 };
 
 template <class Traits>
@@ -57,6 +62,7 @@ constexpr LaneShape lane_shape(int tokens) {
   if (tokens == 2) {
     if (t == QuantType::IQ4_XS) return {1, 1, true};
     if (t == QuantType::IQ3_S || t == QuantType::Q8_0) return {0, 0, false};
+    if (t == QuantType::IQ1_M) return {2, 2, false, true, false, true};
     return {2, 2, t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS};
   }
   return {0, 0, false};
@@ -298,12 +304,9 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     }
 #pragma unroll 1
     for (; j < subs; j += kTeamThreads) {
-      // the next round's lines start into L2. Where this loop takes every round (no pairs), past
-      // the row's end the prefetch goes to this round's lines instead: a select, where a branch
-      // had ptxas rebuild the row pointers for the prefetch each round (IQ4_NL: 187 -> 168
-      // instructions per round); after pairs (one round at most), and with split scales (MXFP4_SPLIT
-      // at two tokens: 208 -> 233), the branch is the shorter code.
-      if constexpr (kShape.pairs || Traits::kSplitScales) {
+      // the next round's lines start into L2 (lane_shape's select_prefetch: past the row's end to
+      // this round's lines instead, a select in place of the branch)
+      if constexpr (!kShape.select_prefetch) {
         if (j + kTeamThreads < subs)
 #pragma unroll
           for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte - anchor);
