@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|bench|ab|gbench|gdb ...]
+#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|bench|ab|ncu|gbench|gdb ...]
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
 #   bit-exact decode tests skip there. LOWBIT_COMMIT names the commit in the CSVs (no .git there).
@@ -82,6 +82,15 @@ for step in "${steps[@]}"; do
     bench)
       python3 -X faulthandler benchmarks/bench_dense.py --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
       tail -22 "$OUT/bench.log" ;;
+    ncu)
+      # the MMVQ kernel of each of NCU_TYPES at NCU_M tokens: speed of light, scheduler and warp
+      # states, occupancy (the clocks left alone: device/METHOD.md)
+      for t in ${NCU_TYPES:-iq4_xs}; do
+        ncu --clock-control none -k regex:mmvq --launch-skip 3 --launch-count 1 --section SpeedOfLight \
+          --section SchedulerStats --section WarpStateStats --section Occupancy \
+          python3 benchmarks/profile_mmvq.py "$t" "${NCU_M:-1}" auto > "$OUT/ncu-$t.txt" 2>&1
+        echo "ncu $t rc=$?"; grep -E "Duration|Issued Warp Per|Warp Cycles Per Issued" "$OUT/ncu-$t.txt" | head -3
+      done ;;
     gbench)
       build-dev/lowbit_bench_cuda --benchmark_min_time=0.05s --benchmark_out="$OUT/gbench.json" > "$OUT/gbench.log" 2>&1
       echo "gbench rc=$?"; grep -E "cuda_(dequantize|mmvq)" "$OUT/gbench.log" | head -50 ;;
