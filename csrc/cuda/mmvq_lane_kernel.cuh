@@ -39,7 +39,7 @@ struct LaneShape {
   int rows;
   int team_warps;
   bool pairs;
-  bool whole_sub = true;     // decode through the format's decode_i8_whole_sub where it has one
+  bool whole_sub = true;     // decode through the format's whole-sub-block read where it has one
   bool split_signs = false;  // one token, grid formats (grid_i8): signs as a second dp4a
   // Without pairs, the per-round prefetch through a select instead of a branch: a branch can have
   // ptxas rebuild the row pointers for the prefetch each round (SASS: IQ4_NL 187 -> 168, IQ1_M at
@@ -55,14 +55,14 @@ constexpr LaneShape lane_shape(int tokens) {
   constexpr bool grids = t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ2_S ||
                          t == QuantType::IQ1_S || t == QuantType::IQ1_M || t == QuantType::IQ3_XXS;
   if (tokens == 1) {
-    if (t == QuantType::IQ4_XS) return {1, 1, true, false};  // 64-bit code reads 0.1 us slower here
+    if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/false};  // 64-bit code reads 0.1 us slower here
     // split signs: iq3_xxs 15.2 -> 14.7 us, iq2_xxs 12.1 -> 11.9; iq2_xs, iq2_s, iq3_s 0.0-0.1 slower
-    return {2, 2, grids, true, t == QuantType::IQ3_XXS || t == QuantType::IQ2_XXS};
+    return {2, 2, grids, true, /*split_signs=*/t == QuantType::IQ3_XXS || t == QuantType::IQ2_XXS};
   }
   if (tokens == 2) {
     if (t == QuantType::IQ4_XS) return {1, 1, true};
     if (t == QuantType::IQ3_S || t == QuantType::Q8_0) return {0, 0, false};
-    if (t == QuantType::IQ1_M) return {2, 2, false, true, false, true};
+    if (t == QuantType::IQ1_M) return {2, 2, false, true, false, /*select_prefetch=*/true};
     return {2, 2, t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS};
   }
   return {0, 0, false};

@@ -170,9 +170,9 @@ void expect_int8_form_matches(std::mt19937& rng) {
 }
 
 // the check of decode_i8_in_sub_block above must meet the formats' own whole-sub-block reads
-static_assert(HasWholeSubDecode<FormatTraits<QuantType::IQ2_XXS>>::value &&
+static_assert(HasWholeSubGrid<FormatTraits<QuantType::IQ2_XXS>>::value &&
                   HasWholeSubDecode<FormatTraits<QuantType::IQ4_XS>>::value,
-              "IQ2_XXS and IQ4_XS define decode_i8_whole_sub (the forms checked above)");
+              "IQ2_XXS and IQ4_XS define whole-sub-block reads (the forms checked above)");
 
 TEST(Int8Form, EqualsTheFloatDecodeForEveryIntegerFormat) {
   std::mt19937 rng(std::random_device{}());

@@ -36,9 +36,10 @@ LOWBIT_HD void decode_group_f32(BlockRef b, int g, const Codebooks& cb, float* o
 }
 
 // decode_i8 for a caller that decodes all four int8 groups of a 32-weight sub-block in a row (the
-// dp4a MMVQ): a format may define decode_i8_whole_sub, which loads the sub-block's whole bytes for
-// every group (the same loads four times, which the compiler merges into one), where decode_i8
-// loads only what one group needs (kernels that decode one group per lane).
+// dp4a MMVQ): a format may define decode_i8_whole_sub (or, a grid format, grid_i8_whole_sub),
+// which loads the sub-block's whole bytes for every group (the same loads four times, which the
+// compiler merges into one), where decode_i8 loads only what one group needs (kernels that decode
+// one group per lane).
 template <class Traits, class = void>
 struct HasWholeSubDecode : std::false_type {};
 template <class Traits>
@@ -61,14 +62,6 @@ LOWBIT_HD constexpr int lane_anchor(int s) {
     return 0;
 }
 
-template <class Traits, bool kWholeSub = true>
-LOWBIT_HD Int8Group decode_i8_in_sub_block(BlockRef b, int g, const Codebooks& cb) {
-  if constexpr (kWholeSub && HasWholeSubDecode<Traits>::value)
-    return Traits::decode_i8_whole_sub(b, g, cb);
-  else
-    return Traits::decode_i8(b, g, cb);
-}
-
 // The grid formats' int8 groups before their signs (FormatTraits::grid_i8, GridGroup), and the
 // same through the whole-sub-block read where a format has one (grid_i8_whole_sub).
 template <class Traits, class = void>
@@ -86,6 +79,16 @@ LOWBIT_HD GridGroup grid_i8_in_sub_block(BlockRef b, int g, const Codebooks& cb)
     return Traits::grid_i8_whole_sub(b, g, cb);
   else
     return Traits::grid_i8(b, g, cb);
+}
+
+template <class Traits, bool kWholeSub = true>
+LOWBIT_HD Int8Group decode_i8_in_sub_block(BlockRef b, int g, const Codebooks& cb) {
+  if constexpr (kWholeSub && HasWholeSubDecode<Traits>::value)
+    return Traits::decode_i8_whole_sub(b, g, cb);
+  else if constexpr (kWholeSub && HasWholeSubGrid<Traits>::value)
+    return apply_sign_bits(Traits::grid_i8_whole_sub(b, g, cb));
+  else
+    return Traits::decode_i8(b, g, cb);
 }
 
 }  // namespace lowbit

@@ -50,7 +50,8 @@ LOWBIT_HD MagnitudeGroup grid_group(uint64_t grid_row, uint32_t sign_bits, float
 template <>
 struct FormatTraits<QuantType::IQ2_XXS>
     : BlockFormat<QuantType::IQ2_XXS, BlockIq2xxs, 256, /*kAlign=*/2, Codebook::kIq2xxs>,
-      Int8Form<I8Order::kContiguous, 32> {
+      Int8Form<I8Order::kContiguous, 32>,
+      SignedGridInt8<FormatTraits<QuantType::IQ2_XXS>> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_xxs";
   // all.h: sub-block s's 8 bytes (grid indices, then signs and scale)
@@ -80,14 +81,6 @@ struct FormatTraits<QuantType::IQ2_XXS>
     return group_grid(static_cast<uint32_t>(sub >> (8 * l)) & 0xFFu, static_cast<uint32_t>(sub >> 32), l, cb);
   }
 
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    return apply_sign_bits(grid_i8(b, g, cb));
-  }
-
-  LOWBIT_HD static Int8Group decode_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
-    return apply_sign_bits(grid_i8_whole_sub(b, g, cb));
-  }
-
   // Group l of a sub-block from its grid index and its sign/scale word (both grid_i8 forms).
   LOWBIT_HD static GridGroup group_grid(uint32_t index, uint32_t aux, int l, const Codebooks& cb) {
     const uint64_t mag = cb.iq2xxs_grid[index];
@@ -104,7 +97,8 @@ struct FormatTraits<QuantType::IQ2_XXS>
 template <>
 struct FormatTraits<QuantType::IQ2_XS>
     : BlockFormat<QuantType::IQ2_XS, BlockIq2xs, 256, /*kAlign=*/2, Codebook::kIq2xs>,
-      Int8Form<I8Order::kContiguous, 16> {
+      Int8Form<I8Order::kContiguous, 16>,
+      SignedGridInt8<FormatTraits<QuantType::IQ2_XS>> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_xs";
 
@@ -122,10 +116,6 @@ struct FormatTraits<QuantType::IQ2_XS>
     return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)}, ksigns_iq2xs(q >> 9)};
   }
 
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    return apply_sign_bits(grid_i8(b, g, cb));
-  }
-
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group
     const uint32_t sc = b.bytes[offsetof(Block, scales) + (s >> 1)];
     return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))), (sc >> (4 * (s & 1))) & 0xFu);
@@ -134,7 +124,8 @@ struct FormatTraits<QuantType::IQ2_XS>
 
 template <>
 struct FormatTraits<QuantType::IQ2_S> : BlockFormat<QuantType::IQ2_S, BlockIq2s, 256, /*kAlign=*/2, Codebook::kIq2s>,
-                                        Int8Form<I8Order::kContiguous, 16> {
+                                        Int8Form<I8Order::kContiguous, 16>,
+                                        SignedGridInt8<FormatTraits<QuantType::IQ2_S>> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_s";
 
@@ -154,10 +145,6 @@ struct FormatTraits<QuantType::IQ2_S> : BlockFormat<QuantType::IQ2_S, BlockIq2s,
     const uint64_t mag = cb.iq2s_grid[index];
     return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)},
                      b.bytes[offsetof(Block, qs) + 32 + g]};
-  }
-
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    return apply_sign_bits(grid_i8(b, g, cb));
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group

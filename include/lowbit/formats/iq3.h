@@ -34,7 +34,8 @@ LOWBIT_HD MagnitudeGroup grid_pair_group(uint32_t row0, uint32_t row1, uint32_t 
 template <>
 struct FormatTraits<QuantType::IQ3_XXS>
     : BlockFormat<QuantType::IQ3_XXS, BlockIq3xxs, 256, /*kAlign=*/2, Codebook::kIq3xxs>,
-      Int8Form<I8Order::kContiguous, 32> {
+      Int8Form<I8Order::kContiguous, 32>,
+      SignedGridInt8<FormatTraits<QuantType::IQ3_XXS>> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq3_xxs";
 
@@ -56,10 +57,6 @@ struct FormatTraits<QuantType::IQ3_XXS>
                      ksigns_iq2xs((aux >> (7 * l)) & 127u)};
   }
 
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    return apply_sign_bits(grid_i8(b, g, cb));
-  }
-
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
     const uint32_t aux = load_u32<2>(b.bytes + offsetof(Block, qs) + 64 + 4 * s);
     return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))) * (0.5f + static_cast<float>(aux >> 28)) * 0.5f;
@@ -68,7 +65,8 @@ struct FormatTraits<QuantType::IQ3_XXS>
 
 template <>
 struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s, 256, /*kAlign=*/2, Codebook::kIq3s>,
-                                        Int8Form<I8Order::kContiguous, 32> {
+                                        Int8Form<I8Order::kContiguous, 32>,
+                                        SignedGridInt8<FormatTraits<QuantType::IQ3_S>> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq3_s";
 
@@ -93,10 +91,6 @@ struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s,
     GridGroup r;
     group_codes(b, g, cb, r.mag[0], r.mag[1], r.signs);
     return r;
-  }
-
-  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    return apply_sign_bits(grid_i8(b, g, cb));
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {

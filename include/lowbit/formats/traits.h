@@ -47,6 +47,15 @@ struct Int8Form {
 
 inline constexpr int kGroupElems = 8;  // every decode primitive yields eight weights
 
+// The int8 decode of a grid format (one that defines grid_i8: magnitudes and sign bits apart),
+// the signs applied; Derived is the format's FormatTraits.
+template <class Derived>
+struct SignedGridInt8 {
+  LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
+    return apply_sign_bits(Derived::grid_i8(b, g, cb));
+  }
+};
+
 // Whether a format has the int8 form (derives from Int8Form).
 template <class Traits, class = void>
 struct HasInt8 : std::false_type {};
