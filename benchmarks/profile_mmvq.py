@@ -19,9 +19,10 @@ def main() -> int:
     qtype = lowbit.as_quant_type(sys.argv[1])
     m, math = int(sys.argv[2]), sys.argv[3]
     dev = torch.device("cuda")
-    w, s = random_weight(qtype, 4096, 14336, np.random.default_rng(0), device=dev)
+    # a different weight each launch (cold in L2, as in the benchmark's rotation)
+    weights = [random_weight(qtype, 4096, 14336, np.random.default_rng(i), device=dev) for i in range(5)]
     x = torch.randn(m, 14336, device=dev, dtype=torch.bfloat16)
-    for _ in range(5):
+    for w, s in weights:
         torch.ops.lowbit.mmvq(x, w, int(qtype), scales=s, math=math)
     torch.cuda.synchronize()
     return 0

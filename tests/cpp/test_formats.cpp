@@ -152,6 +152,13 @@ void expect_int8_form_matches(std::mt19937& rng) {
         decode_group_f32<Traits>(block, g, cb, ref + kGroupElems * g);
       for (int g = 0; g < Traits::kBlockElems / kGroupElems; ++g) {
         const Int8Group q = Traits::decode_i8(block, g, cb);
+        if constexpr (HasI8Addends<Traits>::value) {  // the dp4a MMVQ's one-token form
+          const Int8Addends s = Traits::decode_i8_addends(block, g, cb);
+          for (int j = 0; j < 8; ++j) {
+            const int sum = static_cast<int8_t>(group_byte(s.a, j)) + static_cast<int8_t>(group_byte(s.b, j));
+            ASSERT_EQ(sum, static_cast<int8_t>(group_byte(q.q, j))) << Traits::kName << " group " << g << " byte " << j;
+          }
+        }
         const Int8Group q_whole = decode_i8_in_sub_block<Traits>(block, g, cb);  // the dp4a MMVQ's read
         ASSERT_TRUE(q_whole.q[0] == q.q[0] && q_whole.q[1] == q.q[1]) << Traits::kName << " group " << g;
         for (int j = 0; j < 8; ++j) {

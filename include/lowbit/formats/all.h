@@ -45,6 +45,12 @@ struct HasWholeSubDecode : std::false_type {};
 template <class Traits>
 struct HasWholeSubDecode<Traits, std::void_t<decltype(&Traits::decode_i8_whole_sub)>> : std::true_type {};
 
+// Formats whose int8 groups also come as addends (Traits::decode_i8_addends, Int8Addends).
+template <class Traits, class = void>
+struct HasI8Addends : std::false_type {};
+template <class Traits>
+struct HasI8Addends<Traits, std::void_t<decltype(&Traits::decode_i8_addends)>> : std::true_type {};
+
 // Where the dp4a MMVQ's pointer into a block sits for a thread decoding sub-block s: a format
 // whose sub-block s is read at one offset from the block (lane_anchor(s)) lets the thread keep
 // that address and reach its bytes by immediate offsets, instead of forming block + offset anew

@@ -430,6 +430,18 @@ LOWBIT_HD Int8Group int8_from_magnitudes(const MagnitudeGroup& g) {
   return Int8Group{{(g.mag[0] ^ (one0 * 0xFFu)) + one0, (g.mag[1] ^ (one1 * 0xFFu)) + one1}};
 }
 
+// w >> 16. On the device through the multiplier (mul.hi by 2^16: the FMA pipe) instead of a shift
+// (the integer ALU pipe, which the nibble lookups' byte_perms already fill).
+LOWBIT_HD uint32_t high_half(uint32_t w) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  asm("mul.hi.u32 %0, %1, 65536;" : "=r"(r) : "r"(w));
+  return r;
+#else
+  return w >> 16;
+#endif
+}
+
 // Eight packed nibbles (a 32-bit word) looked up in a 16-entry int8 table held as four words.
 // Byte i of the result pair is the entry of nibble i: q[0] from nibbles 0..3, q[1] from 4..7.
 // The low and high halves of the table are looked up with bit 3 cleared, then picked per byte.
@@ -438,7 +450,38 @@ LOWBIT_HD Int8Group nibble_lookup_i8(uint32_t w, uint32_t t0, uint32_t t1, uint3
   const uint32_t pick = ((w >> 1) & 0x44444444u) | 0x32103210u;  // byte i of lo, or of hi (i + 4)
   Int8Group r;
   r.q[0] = byte_perm(byte_perm(t0, t1, sel), byte_perm(t2, t3, sel), pick);
-  r.q[1] = byte_perm(byte_perm(t0, t1, sel >> 16), byte_perm(t2, t3, sel >> 16), pick >> 16);
+  r.q[1] = byte_perm(byte_perm(t0, t1, high_half(sel)), byte_perm(t2, t3, high_half(sel)), high_half(pick));
+  return r;
+}
+
+// An int8 group as two addends per word, for dot products only: each signed byte of the group is
+// the sum of a's and b's bytes there, so dp4a(a, x) + dp4a(b, x) is the word's dot product with x
+// (the byte sums themselves are never formed: no carries between bytes).
+struct Int8Addends {
+  uint32_t a[2], b[2];
+};
+
+// Whether a 16-entry int8 table (as bytes) splits for nibble_lookup_addends: entries 0..7
+// negative, entries 8..15 plus one non-negative int8.
+constexpr bool nibble_table_splits(const uint8_t (&t)[16]) {
+  for (int i = 0; i < 8; ++i)
+    if (!(t[i] & 0x80u) || t[i + 8] >= 0x7Fu) return false;
+  return true;
+}
+
+// nibble_lookup_i8 as addends (a table that nibble_table_splits; t0, t1 its entries 0..7, hi0, hi1
+// its entries 8..15 each plus one): two byte_perms per word instead of three, and no selector
+// arithmetic. prmt reads selector bit 3 as "replicate the picked byte's sign": a looks nibble n up
+// in entries 0..7, and for n >= 8 gets the sign of a negative entry, -1; b looks n ^ 8 up in the
+// raised entries 8..15, and for n < 8 gets the sign of a non-negative entry, 0. So a + b is entry
+// n for every nibble.
+LOWBIT_HD Int8Addends nibble_lookup_addends(uint32_t w, uint32_t t0, uint32_t t1, uint32_t hi0, uint32_t hi1) {
+  const uint32_t flipped = w ^ 0x88888888u;
+  Int8Addends r;
+  r.a[0] = byte_perm(t0, t1, w);
+  r.a[1] = byte_perm(t0, t1, high_half(w));
+  r.b[0] = byte_perm(hi0, hi1, flipped);
+  r.b[1] = byte_perm(hi0, hi1, high_half(flipped));
   return r;
 }
 

@@ -54,6 +54,12 @@ LOWBIT_HD Int8Group iq4nl_i8(uint32_t w, const Codebooks& cb) {
   return nibble_lookup_i8(w, cb.iq4nl_i8[0], cb.iq4nl_i8[1], cb.iq4nl_i8[2], cb.iq4nl_i8[3]);
 }
 
+static_assert(nibble_table_splits(codebook::kKvaluesIq4nl), "IQ4_NL: entries 0..7 negative, 8..15 below 127");
+LOWBIT_HD Int8Addends iq4nl_i8_addends(uint32_t w, const Codebooks& cb) {
+  return nibble_lookup_addends(w, cb.iq4nl_i8[0], cb.iq4nl_i8[1], cb.iq4nl_i8[2] + 0x01010101u,
+                               cb.iq4nl_i8[3] + 0x01010101u);
+}
+
 // Group g of a 32-weight nibble run at `qs`: weights 8g..8g+7 (bytes 8(g&1).., nibble g>>1).
 template <int kAlign>
 LOWBIT_HD void nibble_run_words(const uint8_t* qs, int g, uint32_t& w0, uint32_t& w1) {
@@ -90,6 +96,12 @@ struct FormatTraits<QuantType::IQ4_NL> : BlockFormat<QuantType::IQ4_NL, BlockIq4
     return detail::iq4nl_i8(load_u32<2>(b.bytes + offsetof(Block, qs) + 4 * g), cb);
   }
 
+  // decode_i8 as addends (nibble_lookup_addends): fewer instructions where a dot product is all
+  // the caller does with the group (the dp4a MMVQ at one token)
+  LOWBIT_HD static Int8Addends decode_i8_addends(BlockRef b, int g, const Codebooks& cb) {
+    return detail::iq4nl_i8_addends(load_u32<2>(b.bytes + offsetof(Block, qs) + 4 * g), cb);
+  }
+
   LOWBIT_HD static float scale_i8(BlockRef b, int) {
     return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
   }
@@ -118,6 +130,10 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
 
   LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
     return detail::iq4nl_i8(load_u32<4>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 4 * (g & 3)), cb);
+  }
+
+  LOWBIT_HD static Int8Addends decode_i8_addends(BlockRef b, int g, const Codebooks& cb) {
+    return detail::iq4nl_i8_addends(load_u32<4>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 4 * (g & 3)), cb);
   }
 
   // The sub-block's 16 code bytes as two 64-bit loads (decode_i8: four 32-bit ones), for the dp4a
