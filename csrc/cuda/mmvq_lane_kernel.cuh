@@ -46,6 +46,14 @@ struct LaneShape {
   // two tokens 315 -> 292 instructions per round), but only IQ1_M at two tokens measured faster
   // (16.4 -> 15.4-15.8 us; IQ4_NL within +-0.1, IQ3_S at one token +0.3).
   bool select_prefetch = false;
+  // How many rounds past a step's first round the thread's lines are started into L2 (0: none).
+  // With pairs, 1 is the pair's second sub-block (whose load follows at once: ptxas issues both
+  // sub-blocks' loads first), 2 the next pair's first. At one token (A/B, benchmarks/NOTES.md,
+  // tenth session): none for IQ4_XS (11.3 -> 10.9 us), IQ4_NL (12.7 -> 12.4) and IQ1_M (11.9 ->
+  // 11.6), whose loops lose 6-28 instructions; the next pair for the other paired grid formats
+  // (iq2_xxs 11.3 -> 10.9, iq2_xs 11.7 -> 11.4, iq2_s 14.3 -> 14.0, iq1_s -0.2); IQ3_S keeps the
+  // next round (none: 17.3 -> 18.4), IQ3_XXS the pair's second sub-block.
+  int prefetch_ahead = 1;
 };
 
 template <class Traits>
@@ -55,9 +63,14 @@ constexpr LaneShape lane_shape(int tokens) {
   constexpr bool grids = t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ2_S ||
                          t == QuantType::IQ1_S || t == QuantType::IQ1_M || t == QuantType::IQ3_XXS;
   if (tokens == 1) {
-    if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/false};  // 64-bit code reads 0.1 us slower here
+    // (IQ3_XXS with the next pair: the guard made ptxas spill 60 bytes; it measured only -0.2 us)
+    const int ahead = t == QuantType::IQ4_XS || t == QuantType::IQ4_NL || t == QuantType::IQ1_M ? 0
+                      : grids && t != QuantType::IQ3_XXS                                        ? 2
+                                                                                                : 1;
+    // 64-bit code reads 0.1 us slower here
+    if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/false, false, false, /*prefetch_ahead=*/0};
     // split signs: iq3_xxs 15.2 -> 14.7 us, iq2_xxs 12.1 -> 11.9; iq2_xs, iq2_s, iq3_s 0.0-0.1 slower
-    return {2, 2, grids, true, /*split_signs=*/t == QuantType::IQ3_XXS || t == QuantType::IQ2_XXS};
+    return {2, 2, grids, true, /*split_signs=*/t == QuantType::IQ3_XXS || t == QuantType::IQ2_XXS, false, ahead};
   }
   if (tokens == 2) {
     if (t == QuantType::IQ4_XS) return {1, 1, true};
@@ -170,6 +183,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   // The signs apart from the magnitudes (lane_shape's split_signs): two dp4a per word, one of the
   // magnitudes under the sign mask (sign_byte_mask4), instead of forming the negated bytes.
   constexpr bool kSplitSigns = kShape.split_signs;
+  constexpr int kAhead = kShape.prefetch_ahead;
+  static_assert(!kShape.select_prefetch || kAhead == 1, "the select form prefetches the next round");
   static_assert(!kSplitSigns || (kTokens == 1 && HasGridI8<Traits>::value), "split signs: one token, grid formats");
   // One token, formats with addends (IQ4_NL, IQ4_XS through nibble_lookup_addends): four dp4a per
   // group instead of two, and a third fewer integer-ALU instructions to form the bytes (iq4_xs
@@ -304,10 +319,11 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     if constexpr (kShape.pairs) {
 #pragma unroll 1
       for (; j + kTeamThreads < subs; j += 2 * kTeamThreads) {
-        // the pair's second sub-block into L2 ahead of its load (as measured; two rounds ahead,
-        // the next pair, not tried)
+        // (LaneShape.prefetch_ahead; the pair's second sub-block always exists, the next pair's
+        // first only below subs: no hint past the row)
+        if (kAhead == 1 || (kAhead > 1 && j + kAhead * kTeamThreads < subs))
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte - anchor);
+          for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kAhead * kStep + sub_byte - anchor);
         add_sub_block(j, 0);
         add_sub_block(j + kTeamThreads, 1);
         advance(2);
@@ -317,10 +333,12 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     for (; j < subs; j += kTeamThreads) {
       // the next round's lines start into L2 (lane_shape's select_prefetch: past the row's end to
       // this round's lines instead, a select in place of the branch)
-      if constexpr (!kShape.select_prefetch) {
-        if (j + kTeamThreads < subs)
+      if constexpr (kAhead == 0) {
+        // no prefetch (LaneShape.prefetch_ahead)
+      } else if constexpr (!kShape.select_prefetch) {
+        if (j + kAhead * kTeamThreads < subs)
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kStep + sub_byte - anchor);
+          for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kAhead * kStep + sub_byte - anchor);
       } else {
         const int64_t ahead = j + kTeamThreads < subs ? kStep : 0;
 #pragma unroll
