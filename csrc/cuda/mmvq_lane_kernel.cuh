@@ -49,10 +49,11 @@ struct LaneShape {
   // How many rounds past a step's first round the thread's lines are started into L2 (0: none).
   // With pairs, 1 is the pair's second sub-block (whose load follows at once: ptxas issues both
   // sub-blocks' loads first), 2 the next pair's first. At one token (A/B, benchmarks/NOTES.md,
-  // tenth session): none for IQ4_XS (11.3 -> 10.9 us), IQ4_NL (12.7 -> 12.4) and IQ1_M (11.9 ->
-  // 11.6), whose loops lose 6-28 instructions; the next pair for the other paired grid formats
-  // (iq2_xxs 11.3 -> 10.9, iq2_xs 11.7 -> 11.4, iq2_s 14.3 -> 14.0, iq1_s -0.2); IQ3_S keeps the
-  // next round (none: 17.3 -> 18.4), IQ3_XXS the pair's second sub-block.
+  // tenth session): none for IQ4_XS (11.3 -> 10.9-11.0 us in three calls), IQ4_NL (12.7 ->
+  // 12.4-12.6), whose loops lose 6 and 28 instructions, and IQ1_M (-0.3 in one call, equal in the
+  // next); the next pair for IQ2_XXS (11.3 -> 10.9), IQ2_XS (11.7 -> 11.4), IQ2_S (14.3 -> 14.0)
+  // and IQ1_S (-0.2, then +0.1: within the spread); IQ3_S keeps the next round (none: 17.3 ->
+  // 18.4), IQ3_XXS the pair's second sub-block.
   int prefetch_ahead = 1;
 };
 
