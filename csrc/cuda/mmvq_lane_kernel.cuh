@@ -332,8 +332,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     }
 #pragma unroll 1
     for (; j < subs; j += kTeamThreads) {
-      // the next round's lines start into L2 (lane_shape's select_prefetch: past the row's end to
-      // this round's lines instead, a select in place of the branch)
+      // the lines kAhead rounds on start into L2 (LaneShape.prefetch_ahead; with select_prefetch,
+      // the next round's, or past the row's end this round's, a select in place of the branch)
       if constexpr (kAhead == 0) {
         // no prefetch (LaneShape.prefetch_ahead)
       } else if constexpr (!kShape.select_prefetch) {
