@@ -6,8 +6,9 @@
 // two rows at a time over the whole K (lane_shape, per format): thread i of the team takes
 // sub-blocks i, i + T, ... (T threads) and decodes each one's four int8 groups straight from
 // global memory with decode_i8_in_sub_block (the format's decode_i8, or its whole-sub-block read
-// where it has one and lane_shape asks for it; every weight byte is read by one thread; a warp's
-// loads of a round cover a contiguous run of the row), multiplies them with dp4a against each
+// where it has one and lane_shape asks for it; at one token the IQ4 formats' groups come as two
+// dp4a addends, kAddends; every weight byte is read by one thread; a warp's loads of a round
+// cover a contiguous run of the row), multiplies them with dp4a against each
 // token's activation codes (loaded once for the team's rows), and scales the sub-block's int32
 // sums once (twice for formats with 16-weight scales). A team's warps then sum by shuffles and,
 // for two-warp teams, through shared memory behind the team's own named barrier, in a fixed order.
@@ -69,7 +70,7 @@ constexpr LaneShape lane_shape(int tokens) {
                       : grids && t != QuantType::IQ3_XXS                                        ? 2
                                                                                                 : 1;
     // 64-bit code reads 0.1 us slower here
-    if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/false, false, false, /*prefetch_ahead=*/0};
+    if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/false, false, false, ahead};
     // split signs: iq3_xxs 15.2 -> 14.7 us, iq2_xxs 12.1 -> 11.9; iq2_xs, iq2_s, iq3_s 0.0-0.1 slower
     return {2, 2, grids, true, /*split_signs=*/t == QuantType::IQ3_XXS || t == QuantType::IQ2_XXS, false, ahead};
   }

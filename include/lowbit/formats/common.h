@@ -462,7 +462,8 @@ struct Int8Addends {
 };
 
 // Whether a 16-entry int8 table (as bytes) splits for nibble_lookup_addends: entries 0..7
-// negative, entries 8..15 plus one non-negative int8.
+// negative, entries 8..15 in 0..126 (the raised words are formed by one word add of 0x01010101,
+// so no byte may carry into the next).
 constexpr bool nibble_table_splits(const uint8_t (&t)[16]) {
   for (int i = 0; i < 8; ++i)
     if (!(t[i] & 0x80u) || t[i + 8] >= 0x7Fu) return false;

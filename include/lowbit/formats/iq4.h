@@ -54,7 +54,7 @@ LOWBIT_HD Int8Group iq4nl_i8(uint32_t w, const Codebooks& cb) {
   return nibble_lookup_i8(w, cb.iq4nl_i8[0], cb.iq4nl_i8[1], cb.iq4nl_i8[2], cb.iq4nl_i8[3]);
 }
 
-static_assert(nibble_table_splits(codebook::kKvaluesIq4nl), "IQ4_NL: entries 0..7 negative, 8..15 below 127");
+static_assert(nibble_table_splits(codebook::kKvaluesIq4nl), "IQ4_NL: entries 0..7 negative, 8..15 in 0..126");
 LOWBIT_HD Int8Addends iq4nl_i8_addends(uint32_t w, const Codebooks& cb) {
   return nibble_lookup_addends(w, cb.iq4nl_i8[0], cb.iq4nl_i8[1], cb.iq4nl_i8[2] + 0x01010101u,
                                cb.iq4nl_i8[3] + 0x01010101u);
