@@ -317,15 +317,18 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
       lo += rounds * 32 * kTeamThreads;
       hi += rounds * 32 * kTeamThreads;
     };
+    // The lines of this thread's sub-block kAhead rounds past sub-block `from` start into L2
+    // (LaneShape.prefetch_ahead), where that sub-block exists: no hint past the row.
+    auto prefetch_ahead = [&](int from) {
+      if (kAhead > 0 && from + kAhead * kTeamThreads < subs)
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kAhead * kStep + sub_byte - anchor);
+    };
     int j = tid;
     if constexpr (kShape.pairs) {
 #pragma unroll 1
       for (; j + kTeamThreads < subs; j += 2 * kTeamThreads) {
-        // (LaneShape.prefetch_ahead; the pair's second sub-block always exists, the next pair's
-        // first only below subs: no hint past the row)
-        if (kAhead == 1 || (kAhead > 1 && j + kAhead * kTeamThreads < subs))
-#pragma unroll
-          for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kAhead * kStep + sub_byte - anchor);
+        prefetch_ahead(j);
         add_sub_block(j, 0);
         add_sub_block(j + kTeamThreads, 1);
         advance(2);
@@ -335,12 +338,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     for (; j < subs; j += kTeamThreads) {
       // the lines kAhead rounds on start into L2 (LaneShape.prefetch_ahead; with select_prefetch,
       // the next round's, or past the row's end this round's, a select in place of the branch)
-      if constexpr (kAhead == 0) {
-        // no prefetch (LaneShape.prefetch_ahead)
-      } else if constexpr (!kShape.select_prefetch) {
-        if (j + kAhead * kTeamThreads < subs)
-#pragma unroll
-          for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kAhead * kStep + sub_byte - anchor);
+      if constexpr (!kShape.select_prefetch) {
+        prefetch_ahead(j);
       } else {
         const int64_t ahead = j + kTeamThreads < subs ? kStep : 0;
 #pragma unroll

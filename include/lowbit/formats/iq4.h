@@ -92,14 +92,17 @@ struct FormatTraits<QuantType::IQ4_NL> : BlockFormat<QuantType::IQ4_NL, BlockIq4
     return detail::iq4nl_group<2>(b.bytes + offsetof(Block, qs), g, d);
   }
 
+  // the eight nibbles of int8 group g
+  LOWBIT_HD static uint32_t code_word(BlockRef b, int g) { return load_u32<2>(b.bytes + offsetof(Block, qs) + 4 * g); }
+
   LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    return detail::iq4nl_i8(load_u32<2>(b.bytes + offsetof(Block, qs) + 4 * g), cb);
+    return detail::iq4nl_i8(code_word(b, g), cb);
   }
 
   // decode_i8 as addends (nibble_lookup_addends): fewer instructions where a dot product is all
   // the caller does with the group (the dp4a MMVQ at one token)
   LOWBIT_HD static Int8Addends decode_i8_addends(BlockRef b, int g, const Codebooks& cb) {
-    return detail::iq4nl_i8_addends(load_u32<2>(b.bytes + offsetof(Block, qs) + 4 * g), cb);
+    return detail::iq4nl_i8_addends(code_word(b, g), cb);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int) {
@@ -128,12 +131,17 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
     return detail::iq4nl_group<8>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2), g & 3, sub_scale(b, g >> 2));
   }
 
+  // the eight nibbles of int8 group g (sub-block g / 4)
+  LOWBIT_HD static uint32_t code_word(BlockRef b, int g) {
+    return load_u32<4>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 4 * (g & 3));
+  }
+
   LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    return detail::iq4nl_i8(load_u32<4>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 4 * (g & 3)), cb);
+    return detail::iq4nl_i8(code_word(b, g), cb);
   }
 
   LOWBIT_HD static Int8Addends decode_i8_addends(BlockRef b, int g, const Codebooks& cb) {
-    return detail::iq4nl_i8_addends(load_u32<4>(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 4 * (g & 3)), cb);
+    return detail::iq4nl_i8_addends(code_word(b, g), cb);
   }
 
   // The sub-block's 16 code bytes as two 64-bit loads (decode_i8: four 32-bit ones), for the dp4a
