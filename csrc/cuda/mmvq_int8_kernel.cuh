@@ -304,8 +304,23 @@ LaneGrid lane_grid(int64_t n, int64_t k, const DeviceLimits& limits) {
           static_cast<int>(32 * kShape.team_warps * teams), static_cast<int>(smem)};
 }
 
+// Whether a weight's rows pair their blocks into 4-byte-aligned spans (mmvq_lane_kernel's kPaired):
+// an even number of blocks per row, rows 4-byte aligned.
+template <class Traits>
+bool blocks_pair_aligned(const MmvqArgs& a) {
+  return (a.k / Traits::kBlockElems) % 2 == 0 && a.w_row_stride % 4 == 0 && reinterpret_cast<uintptr_t>(a.w) % 4 == 0;
+}
+
 template <class Traits, class Act, int kTokens>
 void launch_mmvq_lane_as(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t stream) {
+  if constexpr (HasPairedWords<Traits>::value) {
+    if (blocks_pair_aligned<Traits>(a)) {
+      constexpr auto kernel = &mmvq_lane_kernel<Traits, Act, kTokens, true>;
+      if (grid.smem > 48 * 1024)
+        configure_shared_memory(reinterpret_cast<const void*>(kernel), current_device_limits().shared_per_block_optin);
+      return launch_programmatic<kernel>(grid.blocks, grid.threads, grid.smem, stream, "mmvq (int8 lanes)", a);
+    }
+  }
   constexpr auto kernel = &mmvq_lane_kernel<Traits, Act, kTokens>;
   // above the default 48 KB only: then whatever K a later call brings fits the one setting
   if (grid.smem > 48 * 1024)

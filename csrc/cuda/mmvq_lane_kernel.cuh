@@ -172,8 +172,20 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// kTokens (1 or 2) == M; the shape is lane_shape<Traits>(kTokens).
-template <class Traits, class Act, int kTokens>
+// A format's PairedWords where it has them (HasPairedWords), else an empty placeholder.
+template <class Traits, class = void>
+struct PairedWordsOf {
+  struct type {};
+};
+template <class Traits>
+struct PairedWordsOf<Traits, std::void_t<typename Traits::PairedWords>> {
+  using type = typename Traits::PairedWords;
+};
+
+// kTokens (1 or 2) == M; the shape is lane_shape<Traits>(kTokens). kPaired: the format's blocks
+// are read as aligned words (HasPairedWords; the launch checks that the row's blocks pair into
+// 4-byte-aligned spans).
+template <class Traits, class Act, int kTokens, bool kPaired = false>
 __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(MmvqArgs a) {
   using Tl = MmvqLaneTiling<Traits>;
   constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
@@ -214,7 +226,12 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   const int64_t thread_byte = tid / Tl::kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
   const int sub_byte = sub * (Traits::kBlockBytes / Tl::kSubsPerBlock);  // about where its bytes start
   // the thread's row pointers point this far into its blocks (lane_anchor)
-  const int anchor = lane_anchor<Traits>(sub);
+  // kPaired: a thread's blocks j = tid + kTeamThreads i are all first (even tid) or all second
+  // (odd tid) of their pair; the second ones are read from the 2 bytes before them
+  static_assert(!kPaired || (HasPairedWords<Traits>::value && Tl::kSubsPerBlock == 1 && kTeamThreads % 2 == 0),
+                "paired words: one sub-block per block, an even team");
+  const bool second = kPaired && (tid & 1);
+  const int anchor = kPaired ? (second ? -2 : 0) : lane_anchor<Traits>(sub);
   // rows past N (the last group only) read row 0 and are never stored
   auto row_of = [&](int64_t g, int r) {
     const int64_t row = g * kRows + r;
@@ -273,6 +290,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         uint8_t split = 0;
         if constexpr (Traits::kSplitScales) split = split_scale[r][step * kTeamThreads];
         const BlockRef b{w[r] + step * kStep - anchor, split};
+        [[maybe_unused]] typename PairedWordsOf<Traits>::type words{};
+        if constexpr (kPaired) words = Traits::paired_words(w[r] + step * kStep, second);
         int sum[kTokens][Tl::kScalesPerSub] = {};
         [[maybe_unused]] int negated[Tl::kScalesPerSub] = {};  // kSplitSigns: the negated weights' dot
 #pragma unroll
@@ -287,12 +306,20 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
               negated[h] = dp4a(q.mag[i] & mask, x[0][2 * t + i], negated[h]);
             }
           } else if constexpr (kAddends) {
-            const Int8Addends q = Traits::decode_i8_addends(b, 4 * sub + t, cb);
+            Int8Addends q;
+            if constexpr (kPaired)
+              q = Traits::decode_i8_addends_from(words, t, cb);
+            else
+              q = Traits::decode_i8_addends(b, 4 * sub + t, cb);
             sum[0][h] =
                 dp4a(q.b[1], x[0][2 * t + 1],
                      dp4a(q.a[1], x[0][2 * t + 1], dp4a(q.b[0], x[0][2 * t], dp4a(q.a[0], x[0][2 * t], sum[0][h]))));
           } else {
-            const Int8Group q = decode_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
+            Int8Group q;
+            if constexpr (kPaired)
+              q = Traits::decode_i8_from(words, t, cb);
+            else
+              q = decode_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
 #pragma unroll
             for (int m = 0; m < kTokens; ++m)
               sum[m][h] = dp4a(q.q[1], x[m][2 * t + 1], dp4a(q.q[0], x[m][2 * t], sum[m][h]));
@@ -301,7 +328,11 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
 #pragma unroll
         for (int h = 0; h < Tl::kScalesPerSub; ++h) {
           if constexpr (kSplitSigns) sum[0][h] -= 2 * negated[h];
-          const float ws = Traits::scale_i8(b, Tl::kScalesPerSub * sub + h);
+          float ws;
+          if constexpr (kPaired)
+            ws = Traits::scale_i8_from(words);
+          else
+            ws = Traits::scale_i8(b, Tl::kScalesPerSub * sub + h);
 #pragma unroll
           for (int m = 0; m < kTokens; ++m)
             acc[r * kTokens + m] = fmaf(static_cast<float>(sum[m][h]), ws * x_scale[m], acc[r * kTokens + m]);

@@ -192,6 +192,53 @@ TEST(Int8Form, EqualsTheFloatDecodeForEveryIntegerFormat) {
   EXPECT_EQ(formats, 13);  // every weight type but MXFP8 (E4M3 values are not integers)
 }
 
+// The dp4a MMVQ's aligned-word read (HasPairedWords): every block of a row of paired blocks (a
+// 4-byte-aligned row of an even number of blocks, random bytes around it) read through
+// paired_words equals the block's own decode_i8, addends and scale.
+template <class Traits>
+void expect_paired_words_match(std::mt19937& rng) {
+  const Codebooks cb = host_codebooks();
+  constexpr int kBlocks = 12;
+  std::vector<uint8_t> bytes(8 + kBlocks * Traits::kBlockBytes + 8);
+  for (int trial = 0; trial < 300; ++trial) {
+    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+    const uint8_t* row = bytes.data() + 8;  // 4-byte aligned (vector storage is)
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(row) % 4, 0u);
+    for (int j = 0; j < kBlocks; ++j) {
+      const bool second = j % 2 == 1;
+      const uint8_t* block = row + j * Traits::kBlockBytes;
+      const auto words = Traits::paired_words(block - (second ? 2 : 0), second);
+      const BlockRef b{block, 0};
+      const float s = Traits::scale_i8(b, 0), s_words = Traits::scale_i8_from(words);
+      ASSERT_TRUE(s == s_words || (std::isnan(s) && std::isnan(s_words))) << Traits::kName << " block " << j;
+      for (int g = 0; g < Traits::kBlockElems / kGroupElems; ++g) {
+        const Int8Group q = Traits::decode_i8(b, g, cb), q_words = Traits::decode_i8_from(words, g, cb);
+        ASSERT_TRUE(q.q[0] == q_words.q[0] && q.q[1] == q_words.q[1])
+            << Traits::kName << " block " << j << " group " << g;
+        const Int8Addends a = Traits::decode_i8_addends_from(words, g, cb);
+        for (int e = 0; e < 8; ++e) {
+          const int sum = static_cast<int8_t>(group_byte(a.a, e)) + static_cast<int8_t>(group_byte(a.b, e));
+          ASSERT_EQ(sum, static_cast<int8_t>(group_byte(q.q, e))) << Traits::kName << " block " << j << " group " << g;
+        }
+      }
+    }
+  }
+}
+
+TEST(Int8Form, PairedWordsEqualTheBlockReads) {
+  static_assert(HasPairedWords<FormatTraits<QuantType::IQ4_NL>>::value, "IQ4_NL reads paired blocks as words");
+  std::mt19937 rng(std::random_device{}());
+  int formats = 0;
+#define LOWBIT_CHECK_PAIRED(Name)                                       \
+  if constexpr (HasPairedWords<FormatTraits<QuantType::Name>>::value) { \
+    expect_paired_words_match<FormatTraits<QuantType::Name>>(rng);      \
+    ++formats;                                                          \
+  }
+  LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_PAIRED)
+#undef LOWBIT_CHECK_PAIRED
+  EXPECT_GE(formats, 1);
+}
+
 // dp4a as the hardware computes it: the four signed bytes of a times those of b, summed.
 int dp4a_host(uint32_t a, uint32_t b) {
   int sum = 0;

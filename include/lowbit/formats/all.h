@@ -51,6 +51,14 @@ struct HasI8Addends : std::false_type {};
 template <class Traits>
 struct HasI8Addends<Traits, std::void_t<decltype(&Traits::decode_i8_addends)>> : std::true_type {};
 
+// Formats of 32-weight, 2-byte-aligned blocks that the dp4a MMVQ reads as aligned words where a
+// row's blocks pair into 4-byte-aligned spans (Traits::paired_words: IQ4_NL), with their int8
+// forms and scale from those words (decode_i8_from, decode_i8_addends_from, scale_i8_from).
+template <class Traits, class = void>
+struct HasPairedWords : std::false_type {};
+template <class Traits>
+struct HasPairedWords<Traits, std::void_t<decltype(&Traits::paired_words)>> : std::true_type {};
+
 // Where the dp4a MMVQ's pointer into a block sits for a thread decoding sub-block s: a format
 // whose sub-block s is read at one offset from the block (lane_anchor(s)) lets the thread keep
 // that address and reach its bytes by immediate offsets, instead of forming block + offset anew
