@@ -69,8 +69,8 @@ constexpr LaneShape lane_shape(int tokens) {
     const int ahead = t == QuantType::IQ4_XS || t == QuantType::IQ4_NL || t == QuantType::IQ1_M ? 0
                       : grids && t != QuantType::IQ3_XXS                                        ? 2
                                                                                                 : 1;
-    // 64-bit code reads 0.1 us slower here
-    if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/false, false, false, ahead};
+    // CANDIDATE: 64-bit code reads with the addends (measured 0.1 us slower before the addends)
+    if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/true, false, false, ahead};
     // split signs: iq3_xxs 15.2 -> 14.7 us, iq2_xxs 12.1 -> 11.9; iq2_xs, iq2_s, iq3_s 0.0-0.1 slower
     return {2, 2, grids, true, /*split_signs=*/t == QuantType::IQ3_XXS || t == QuantType::IQ2_XXS, false, ahead};
   }
@@ -204,8 +204,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   // group instead of two, and a third fewer integer-ALU instructions to form the bytes (iq4_xs
   // 11.9 -> 11.3 us, iq4_nl 13.0 -> 12.7). Not with a whole-sub-block read, and not at two tokens,
   // where each word would feed four dp4a.
-  constexpr bool kAddends =
-      kTokens == 1 && HasI8Addends<Traits>::value && !(kShape.whole_sub && HasWholeSubDecode<Traits>::value);
+  constexpr bool kAddends = kTokens == 1 && HasI8Addends<Traits>::value;
+  constexpr bool kWideAddends = kAddends && kShape.whole_sub && HasWholeSubAddends<Traits>::value;
   constexpr int kTeamThreads = 32 * kTeamWarps;
   constexpr int64_t kStep = Tl::kStepBytes * kTeamWarps;  // a thread's row bytes per round
   extern __shared__ __align__(16) uint8_t smem[];
@@ -309,6 +309,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
             Int8Addends q;
             if constexpr (kPaired)
               q = Traits::decode_i8_addends_from(words, t, cb);
+            else if constexpr (kWideAddends)
+              q = Traits::decode_i8_addends_whole_sub(b, 4 * sub + t, cb);
             else
               q = Traits::decode_i8_addends(b, 4 * sub + t, cb);
             sum[0][h] =

@@ -159,6 +159,13 @@ void expect_int8_form_matches(std::mt19937& rng) {
             ASSERT_EQ(sum, static_cast<int8_t>(group_byte(q.q, j))) << Traits::kName << " group " << g << " byte " << j;
           }
         }
+        if constexpr (HasWholeSubAddends<Traits>::value) {  // the same through the whole-sub-block read
+          const Int8Addends s = Traits::decode_i8_addends_whole_sub(block, g, cb);
+          for (int j = 0; j < 8; ++j) {
+            const int sum = static_cast<int8_t>(group_byte(s.a, j)) + static_cast<int8_t>(group_byte(s.b, j));
+            ASSERT_EQ(sum, static_cast<int8_t>(group_byte(q.q, j))) << Traits::kName << " group " << g << " byte " << j;
+          }
+        }
         const Int8Group q_whole = decode_i8_in_sub_block<Traits>(block, g, cb);  // the dp4a MMVQ's read
         ASSERT_TRUE(q_whole.q[0] == q.q[0] && q_whole.q[1] == q.q[1]) << Traits::kName << " group " << g;
         for (int j = 0; j < 8; ++j) {

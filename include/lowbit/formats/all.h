@@ -59,6 +59,12 @@ struct HasPairedWords : std::false_type {};
 template <class Traits>
 struct HasPairedWords<Traits, std::void_t<decltype(&Traits::paired_words)>> : std::true_type {};
 
+// Formats whose whole-sub-block read also comes as addends (decode_i8_addends_whole_sub).
+template <class Traits, class = void>
+struct HasWholeSubAddends : std::false_type {};
+template <class Traits>
+struct HasWholeSubAddends<Traits, std::void_t<decltype(&Traits::decode_i8_addends_whole_sub)>> : std::true_type {};
+
 // Where the dp4a MMVQ's pointer into a block sits for a thread decoding sub-block s: a format
 // whose sub-block s is read at one offset from the block (lane_anchor(s)) lets the thread keep
 // that address and reach its bytes by immediate offsets, instead of forming block + offset anew

@@ -189,6 +189,13 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
     return detail::iq4nl_i8(w[g & 1], cb);
   }
 
+  // decode_i8_whole_sub as addends (the dp4a MMVQ at one token, with whole-sub-block reads)
+  LOWBIT_HD static Int8Addends decode_i8_addends_whole_sub(BlockRef b, int g, const Codebooks& cb) {
+    uint32_t w[2];
+    load_weight_words2(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 8 * ((g >> 1) & 1), w[0], w[1]);
+    return detail::iq4nl_i8_addends(w[g & 1], cb);
+  }
+
   LOWBIT_HD static float scale_i8(BlockRef b, int s) { return sub_scale(b, s); }
 
   // all.h: sub-block s's code bytes
