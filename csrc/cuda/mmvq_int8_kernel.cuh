@@ -21,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdlib>
 
 #include "cuda/int8_activations.cuh"
 #include "cuda/mmvq_kernel.cuh"
@@ -304,7 +305,7 @@ LaneGrid lane_grid(int64_t n, int64_t k, const DeviceLimits& limits) {
           static_cast<int>(32 * kShape.team_warps * teams), static_cast<int>(smem)};
 }
 
-// Whether a weight's rows pair their blocks into 4-byte-aligned spans (mmvq_lane_kernel's kPaired):
+// Whether a weight's rows pair their blocks into 4-byte-aligned spans (mmvq_lane_kernel's kWords):
 // an even number of blocks per row, rows 4-byte aligned.
 template <class Traits>
 bool blocks_pair_aligned(const MmvqArgs& a) {
@@ -313,8 +314,9 @@ bool blocks_pair_aligned(const MmvqArgs& a) {
 
 template <class Traits, class Act, int kTokens>
 void launch_mmvq_lane_as(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t stream) {
-  if constexpr (HasPairedWords<Traits>::value) {
-    if (blocks_pair_aligned<Traits>(a)) {
+  if constexpr (HasLaneWords<Traits>::value) {
+    static const bool experiment_off = std::getenv("LOWBIT_EXPERIMENT_NO_WORDS") != nullptr;  // EXPERIMENT
+    if (blocks_pair_aligned<Traits>(a) && !experiment_off) {
       constexpr auto kernel = &mmvq_lane_kernel<Traits, Act, kTokens, true>;
       if (grid.smem > 48 * 1024)
         configure_shared_memory(reinterpret_cast<const void*>(kernel), current_device_limits().shared_per_block_optin);

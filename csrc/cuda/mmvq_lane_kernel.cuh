@@ -172,21 +172,21 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// A format's PairedWords where it has them (HasPairedWords), else an empty placeholder.
+// A format's LaneWords where it has them (HasLaneWords), else an empty placeholder.
 template <class Traits, class = void>
-struct PairedWordsOf {
+struct LaneWordsOf {
   struct type {};
 };
 template <class Traits>
-struct PairedWordsOf<Traits, std::void_t<typename Traits::PairedWords>> {
-  using type = typename Traits::PairedWords;
+struct LaneWordsOf<Traits, std::void_t<typename Traits::LaneWords>> {
+  using type = typename Traits::LaneWords;
 };
 
-// kTokens (1 or 2) == M; the shape is lane_shape<Traits>(kTokens). kPaired: the format's blocks
-// are read as aligned words (HasPairedWords; the launch checks that the row's blocks pair into
+// kTokens (1 or 2) == M; the shape is lane_shape<Traits>(kTokens). kWords: the format's blocks
+// are read as aligned words (HasLaneWords; the launch checks that the row's blocks pair into
 // 4-byte-aligned spans): IQ4_NL M=1 12.58 -> 11.42 us, M=2 14.97 -> 14.55 (five word loads per
 // block instead of nine halfword ones).
-template <class Traits, class Act, int kTokens, bool kPaired = false>
+template <class Traits, class Act, int kTokens, bool kWords = false>
 __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(MmvqArgs a) {
   using Tl = MmvqLaneTiling<Traits>;
   constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
@@ -227,12 +227,14 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   const int64_t thread_byte = tid / Tl::kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
   const int sub_byte = sub * (Traits::kBlockBytes / Tl::kSubsPerBlock);  // about where its bytes start
   // the thread's row pointers point this far into its blocks (lane_anchor)
-  // kPaired: a thread's blocks j = tid + kTeamThreads i are all first (even tid) or all second
-  // (odd tid) of their pair; the second ones are read from the 2 bytes before them
-  static_assert(!kPaired || (HasPairedWords<Traits>::value && Tl::kSubsPerBlock == 1 && kTeamThreads % 2 == 0),
-                "paired words: one sub-block per block, an even team");
-  const bool second = kPaired && (tid & 1);
-  const int anchor = kPaired ? (second ? -2 : 0) : lane_anchor<Traits>(sub);
+  // kWords: a round covers an even number of blocks, so a thread's blocks are all first (odd ==
+  // false) or all second of their pair; its row pointers then point at the 4-byte-aligned
+  // address at or before its blocks (lane_words' block4)
+  static_assert(!kWords || (HasLaneWords<Traits>::value && Traits::kBlockBytes % 4 == 2 &&
+                            kTeamThreads / Tl::kSubsPerBlock % 2 == 0),
+                "aligned words: 2-byte-aligned blocks, an even number of them per round");
+  const bool odd = kWords && (tid / Tl::kSubsPerBlock) % 2 == 1;
+  const int anchor = kWords ? (odd ? -2 : 0) : lane_anchor<Traits>(sub);
   // rows past N (the last group only) read row 0 and are never stored
   auto row_of = [&](int64_t g, int r) {
     const int64_t row = g * kRows + r;
@@ -291,15 +293,19 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         uint8_t split = 0;
         if constexpr (Traits::kSplitScales) split = split_scale[r][step * kTeamThreads];
         const BlockRef b{w[r] + step * kStep - anchor, split};
-        [[maybe_unused]] typename PairedWordsOf<Traits>::type words{};
-        if constexpr (kPaired) words = Traits::paired_words(w[r] + step * kStep, second);
+        [[maybe_unused]] typename LaneWordsOf<Traits>::type words{};
+        if constexpr (kWords) words = Traits::lane_words(w[r] + step * kStep, sub, odd);
         int sum[kTokens][Tl::kScalesPerSub] = {};
         [[maybe_unused]] int negated[Tl::kScalesPerSub] = {};  // kSplitSigns: the negated weights' dot
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
           const int h = t * Tl::kScalesPerSub / 4;  // 16-weight scales: groups 0, 1 | 2, 3
           if constexpr (kSplitSigns) {
-            const GridGroup q = grid_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
+            GridGroup q;
+            if constexpr (kWords)
+              q = Traits::grid_i8_from(words, t, cb);
+            else
+              q = grid_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
               const uint32_t mask = sign_byte_mask4(i ? q.signs >> 4 : q.signs & 0xFu);
@@ -308,7 +314,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
             }
           } else if constexpr (kAddends) {
             Int8Addends q;
-            if constexpr (kPaired)
+            if constexpr (kWords)
               q = Traits::decode_i8_addends_from(words, t, cb);
             else if constexpr (kWideAddends)
               q = Traits::decode_i8_addends_whole_sub(b, 4 * sub + t, cb);
@@ -319,8 +325,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
                      dp4a(q.a[1], x[0][2 * t + 1], dp4a(q.b[0], x[0][2 * t], dp4a(q.a[0], x[0][2 * t], sum[0][h]))));
           } else {
             Int8Group q;
-            if constexpr (kPaired)
-              q = Traits::decode_i8_from(words, t, cb);
+            if constexpr (kWords)
+              q = decode_i8_from_words<Traits>(words, t, cb);
             else
               q = decode_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
 #pragma unroll
@@ -332,8 +338,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         for (int h = 0; h < Tl::kScalesPerSub; ++h) {
           if constexpr (kSplitSigns) sum[0][h] -= 2 * negated[h];
           float ws;
-          if constexpr (kPaired)
-            ws = Traits::scale_i8_from(words);
+          if constexpr (kWords)
+            ws = Traits::scale_i8_from(words, h);
           else
             ws = Traits::scale_i8(b, Tl::kScalesPerSub * sub + h);
 #pragma unroll

@@ -199,51 +199,85 @@ TEST(Int8Form, EqualsTheFloatDecodeForEveryIntegerFormat) {
   EXPECT_EQ(formats, 13);  // every weight type but MXFP8 (E4M3 values are not integers)
 }
 
-// The dp4a MMVQ's aligned-word read (HasPairedWords): every block of a row of paired blocks (a
-// 4-byte-aligned row of an even number of blocks, random bytes around it) read through
-// paired_words equals the block's own decode_i8, addends and scale.
+// The dp4a MMVQ's aligned-word read (HasLaneWords): every sub-block of every block of a row of
+// paired blocks (a 4-byte-aligned row of an even number of blocks, random bytes around it) read
+// through lane_words decodes as the block's own decode_i8 (grid_i8, addends) and scale_i8; and
+// what it decodes does not change when every byte outside the row does.
 template <class Traits>
-void expect_paired_words_match(std::mt19937& rng) {
+void expect_lane_words_match(std::mt19937& rng) {
+  using Words = typename Traits::LaneWords;
   const Codebooks cb = host_codebooks();
-  constexpr int kBlocks = 12;
-  std::vector<uint8_t> bytes(8 + kBlocks * Traits::kBlockBytes + 8);
-  for (int trial = 0; trial < 300; ++trial) {
+  constexpr int kBlocks = 12, kSubs = Traits::kBlockElems / 32, kScalesPerSub = 32 / Traits::kI8ScaleElems;
+  constexpr int kPad = 8, kRowBytes = kBlocks * Traits::kBlockBytes;
+  std::vector<uint8_t> bytes(kPad + kRowBytes + kPad);
+  const uint8_t* row = bytes.data() + kPad;  // 4-byte aligned (vector storage is)
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(row) % 4, 0u);
+  auto decode_all = [&](const Words& w, std::vector<uint32_t>& out) {
+    out.clear();
+    for (int h = 0; h < kScalesPerSub; ++h) {
+      const float v = Traits::scale_i8_from(w, h);
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      out.push_back(bits);
+    }
+    for (int l = 0; l < 4; ++l) {
+      const Int8Group q = decode_i8_from_words<Traits>(w, l, cb);
+      out.push_back(q.q[0]), out.push_back(q.q[1]);
+    }
+  };
+  std::vector<uint32_t> first, again;
+  for (int trial = 0; trial < 200; ++trial) {
     for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-    const uint8_t* row = bytes.data() + 8;  // 4-byte aligned (vector storage is)
-    ASSERT_EQ(reinterpret_cast<uintptr_t>(row) % 4, 0u);
     for (int j = 0; j < kBlocks; ++j) {
-      const bool second = j % 2 == 1;
+      const bool odd = j % 2 == 1;
       const uint8_t* block = row + j * Traits::kBlockBytes;
-      const auto words = Traits::paired_words(block - (second ? 2 : 0), second);
       const BlockRef b{block, 0};
-      const float s = Traits::scale_i8(b, 0), s_words = Traits::scale_i8_from(words);
-      ASSERT_TRUE(s == s_words || (std::isnan(s) && std::isnan(s_words))) << Traits::kName << " block " << j;
-      for (int g = 0; g < Traits::kBlockElems / kGroupElems; ++g) {
-        const Int8Group q = Traits::decode_i8(b, g, cb), q_words = Traits::decode_i8_from(words, g, cb);
-        ASSERT_TRUE(q.q[0] == q_words.q[0] && q.q[1] == q_words.q[1])
-            << Traits::kName << " block " << j << " group " << g;
-        const Int8Addends a = Traits::decode_i8_addends_from(words, g, cb);
-        for (int e = 0; e < 8; ++e) {
-          const int sum = static_cast<int8_t>(group_byte(a.a, e)) + static_cast<int8_t>(group_byte(a.b, e));
-          ASSERT_EQ(sum, static_cast<int8_t>(group_byte(q.q, e))) << Traits::kName << " block " << j << " group " << g;
+      for (int s = 0; s < kSubs; ++s) {
+        const Words w = Traits::lane_words(block - (odd ? 2 : 0), s, odd);
+        for (int h = 0; h < kScalesPerSub; ++h) {
+          const float v = Traits::scale_i8(b, kScalesPerSub * s + h), v_words = Traits::scale_i8_from(w, h);
+          ASSERT_TRUE(v == v_words || (std::isnan(v) && std::isnan(v_words)))
+              << Traits::kName << " block " << j << " sub-block " << s;
         }
+        for (int l = 0; l < 4; ++l) {
+          const Int8Group q = Traits::decode_i8(b, 4 * s + l, cb), q_words = decode_i8_from_words<Traits>(w, l, cb);
+          ASSERT_TRUE(q.q[0] == q_words.q[0] && q.q[1] == q_words.q[1])
+              << Traits::kName << " block " << j << " sub-block " << s << " group " << l;
+          if constexpr (HasGridI8<Traits>::value) {
+            const GridGroup g = Traits::grid_i8(b, 4 * s + l, cb), g_words = Traits::grid_i8_from(w, l, cb);
+            ASSERT_TRUE(g.mag[0] == g_words.mag[0] && g.mag[1] == g_words.mag[1] && g.signs == g_words.signs)
+                << Traits::kName << " block " << j << " sub-block " << s << " group " << l;
+          }
+          if constexpr (HasI8Addends<Traits>::value) {
+            const Int8Addends a = Traits::decode_i8_addends_from(w, l, cb);
+            for (int e = 0; e < 8; ++e) {
+              const int sum = static_cast<int8_t>(group_byte(a.a, e)) + static_cast<int8_t>(group_byte(a.b, e));
+              ASSERT_EQ(sum, static_cast<int8_t>(group_byte(q.q, e))) << Traits::kName << " block " << j;
+            }
+          }
+        }
+        // the same decode with every byte outside the row replaced
+        decode_all(w, first);
+        for (int i = 0; i < kPad; ++i) bytes[i] ^= 0xA5u, bytes[kPad + kRowBytes + i] ^= 0x5Au;
+        decode_all(Traits::lane_words(block - (odd ? 2 : 0), s, odd), again);
+        ASSERT_EQ(first, again) << Traits::kName << " block " << j << " sub-block " << s << " reads outside the row";
       }
     }
   }
 }
 
-TEST(Int8Form, PairedWordsEqualTheBlockReads) {
-  static_assert(HasPairedWords<FormatTraits<QuantType::IQ4_NL>>::value, "IQ4_NL reads paired blocks as words");
-  std::mt19937 rng(std::random_device{}());
+TEST(Int8Form, LaneWordsEqualTheBlockReads) {
   int formats = 0;
-#define LOWBIT_CHECK_PAIRED(Name)                                       \
-  if constexpr (HasPairedWords<FormatTraits<QuantType::Name>>::value) { \
-    expect_paired_words_match<FormatTraits<QuantType::Name>>(rng);      \
-    ++formats;                                                          \
+#define LOWBIT_CHECK_LANE_WORDS(Name)                                 \
+  if constexpr (HasLaneWords<FormatTraits<QuantType::Name>>::value) { \
+    std::mt19937 rng(std::random_device{}());                         \
+    expect_lane_words_match<FormatTraits<QuantType::Name>>(rng);      \
+    ++formats;                                                        \
   }
-  LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_PAIRED)
-#undef LOWBIT_CHECK_PAIRED
-  EXPECT_GE(formats, 1);
+  LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_LANE_WORDS)
+#undef LOWBIT_CHECK_LANE_WORDS
+  // IQ4_NL, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S: every 2-byte-aligned int8 format
+  EXPECT_EQ(formats, 7);
 }
 
 // dp4a as the hardware computes it: the four signed bytes of a times those of b, summed.

@@ -231,6 +231,27 @@ LOWBIT_HD void load_weight_words2(const uint8_t* p, uint32_t& lo, uint32_t& hi) 
 #endif
 }
 
+// Aligned-word reads of 2-byte-aligned blocks whose address mod 4 a reader knows (the dp4a MMVQ,
+// all.h HasLaneWords): the block starts at block4 + 2 * odd with block4 4-byte aligned.
+// kN words of the block's bytes from `offset` (2 mod 4): kN + 1 aligned words from
+// block4 + offset - 2, the same address for either phase, of which bytes 2.. (odd == false) or
+// 4.. (odd) are the run. What it reads beyond the run: 2 bytes after it (even phase) or 4 before
+// it (odd phase; those lie in the block or its predecessor for any offset >= 2).
+template <int kN>
+LOWBIT_HD void phase_words(const uint8_t* block4, int offset, bool odd, uint32_t (&out)[kN]) {
+  uint32_t w[kN + 1];
+  LOWBIT_UNROLL
+  for (int i = 0; i <= kN; ++i) w[i] = load_u32<4>(block4 + offset - 2 + 4 * i);
+  const uint32_t sel = odd ? 0x7654u : 0x5432u;
+  LOWBIT_UNROLL
+  for (int i = 0; i < kN; ++i) out[i] = byte_perm(w[i], w[i + 1], sel);
+}
+
+// The block's first two bytes (the fp16 scale of most formats) from the aligned word at block4.
+LOWBIT_HD uint32_t phase_head_u16(const uint8_t* block4, bool odd) {
+  return byte_perm(load_u32<4>(block4), 0u, odd ? 0x4432u : 0x4410u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Decoded groups: what every decode primitive returns for eight consecutive weights
 // ---------------------------------------------------------------------------------------------

@@ -67,17 +67,41 @@ struct FormatTraits<QuantType::IQ1_S> : BlockFormat<QuantType::IQ1_S, BlockIq1s,
   }
 
   LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    const int ib = g >> 2, l = g & 3;
-    const uint32_t qh = load_u16<2>(b.bytes + offsetof(Block, qh) + 2 * ib);
-    const uint32_t index = b.bytes[offsetof(Block, qs) + g] | (((qh >> (3 * l)) & 7u) << 8);
-    return detail::ternary_i8(cb.iq1s_packed[index], (qh & 0x8000u) != 0);
+    const uint32_t qh = load_u16<2>(b.bytes + offsetof(Block, qh) + 2 * (g >> 2));
+    return group_i8(b.bytes[offsetof(Block, qs) + g], qh, g & 3, cb);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
-    const uint32_t qh = load_u16<2>(b.bytes + offsetof(Block, qh) + 2 * s);
-    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+    return sub_scale(load_u16<2>(b.bytes), load_u16<2>(b.bytes + offsetof(Block, qh) + 2 * s));
+  }
+
+  // Group l of a sub-block from its low index byte and the sub-block's qh word, and the
+  // sub-block's scale from d's bits and that word (the block reads and the aligned-word read).
+  LOWBIT_HD static Int8Group group_i8(uint32_t low, uint32_t qh, int l, const Codebooks& cb) {
+    return detail::ternary_i8(cb.iq1s_packed[low | (((qh >> (3 * l)) & 7u) << 8)], (qh & 0x8000u) != 0);
+  }
+  LOWBIT_HD static float sub_scale(uint32_t d_bits, uint32_t qh) {
+    const float d = fp16_to_float(static_cast<uint16_t>(d_bits));
     return d * static_cast<float>(2 * static_cast<int>((qh >> 12) & 7u) + 1) * 0.125f;
   }
+
+  // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 4 index bytes in
+  // two word loads, qh and d in two more (eight otherwise).
+  struct LaneWords {
+    uint32_t low[1];
+    uint32_t qh, d;
+  };
+  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
+    LaneWords r;
+    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 4 * ib, odd, r.low);
+    r.qh = load_u16<2>(block4 + 2 * odd + offsetof(Block, qh) + 2 * ib);
+    r.d = phase_head_u16(block4, odd);
+    return r;
+  }
+  LOWBIT_HD static Int8Group decode_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
+    return group_i8((w.low[0] >> (8 * l)) & 0xFFu, w.qh, l, cb);
+  }
+  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int) { return sub_scale(w.d, w.qh); }
 };
 
 template <>

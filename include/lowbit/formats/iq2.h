@@ -92,6 +92,25 @@ struct FormatTraits<QuantType::IQ2_XXS>
     const uint32_t aux = load_u32<2>(b.bytes + offsetof(Block, qs) + 8 * s + 4);
     return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))), aux >> 28);
   }
+
+  // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 8 bytes and d in
+  // four word loads (five halfword loads otherwise).
+  struct LaneWords {
+    uint32_t sub[2];  // the grid indices, then the sign/scale word
+    uint32_t d;
+  };
+  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
+    LaneWords r;
+    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 8 * ib, odd, r.sub);
+    r.d = phase_head_u16(block4, odd);
+    return r;
+  }
+  LOWBIT_HD static GridGroup grid_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
+    return group_grid((w.sub[0] >> (8 * l)) & 0xFFu, w.sub[1], l, cb);
+  }
+  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int) {
+    return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(w.d)), w.sub[1] >> 28);
+  }
 };
 
 template <>
@@ -111,14 +130,38 @@ struct FormatTraits<QuantType::IQ2_XS>
   }
 
   LOWBIT_HD static GridGroup grid_i8(BlockRef b, int g, const Codebooks& cb) {
-    const uint32_t q = load_u16<2>(b.bytes + offsetof(Block, qs) + 2 * g);
-    const uint64_t mag = cb.iq2xs_grid[q & 511u];
-    return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)}, ksigns_iq2xs(q >> 9)};
+    return group_grid(load_u16<2>(b.bytes + offsetof(Block, qs) + 2 * g), cb);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group
     const uint32_t sc = b.bytes[offsetof(Block, scales) + (s >> 1)];
     return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))), (sc >> (4 * (s & 1))) & 0xFu);
+  }
+
+  // A group from its 16-bit code: 9-bit grid index, 7-bit sign code.
+  LOWBIT_HD static GridGroup group_grid(uint32_t q, const Codebooks& cb) {
+    const uint64_t mag = cb.iq2xs_grid[q & 511u];
+    return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)}, ksigns_iq2xs((q >> 9) & 127u)};
+  }
+
+  // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its four codes in
+  // three word loads, its scale byte and d in two more (six otherwise).
+  struct LaneWords {
+    uint32_t qs[2];
+    uint32_t sc, d;
+  };
+  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
+    LaneWords r;
+    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 8 * ib, odd, r.qs);
+    r.sc = block4[2 * odd + offsetof(Block, scales) + ib];
+    r.d = phase_head_u16(block4, odd);
+    return r;
+  }
+  LOWBIT_HD static GridGroup grid_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
+    return group_grid((w.qs[l >> 1] >> (16 * (l & 1))) & 0xFFFFu, cb);
+  }
+  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int h) {
+    return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(w.d)), (w.sc >> (4 * h)) & 0xFu);
   }
 };
 
@@ -140,16 +183,42 @@ struct FormatTraits<QuantType::IQ2_S> : BlockFormat<QuantType::IQ2_S, BlockIq2s,
   }
 
   LOWBIT_HD static GridGroup grid_i8(BlockRef b, int g, const Codebooks& cb) {
-    const uint32_t qh = b.bytes[offsetof(Block, qh) + (g >> 2)];
-    const uint32_t index = b.bytes[offsetof(Block, qs) + g] | ((qh << (8 - 2 * (g & 3))) & 0x300u);
-    const uint64_t mag = cb.iq2s_grid[index];
-    return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)},
-                     b.bytes[offsetof(Block, qs) + 32 + g]};
+    return group_grid(b.bytes[offsetof(Block, qs) + g], b.bytes[offsetof(Block, qh) + (g >> 2)],
+                      b.bytes[offsetof(Block, qs) + 32 + g], g & 3, cb);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group
     const uint32_t sc = b.bytes[offsetof(Block, scales) + (s >> 1)];
     return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))), (sc >> (4 * (s & 1))) & 0xFu);
+  }
+
+  // Group l of a sub-block from its low index byte, the sub-block's qh byte and its sign byte.
+  LOWBIT_HD static GridGroup group_grid(uint32_t low, uint32_t qh, uint32_t signs, int l, const Codebooks& cb) {
+    const uint64_t mag = cb.iq2s_grid[low | ((qh << (8 - 2 * l)) & 0x300u)];
+    return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)}, signs};
+  }
+
+  // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 4 index and 4
+  // sign bytes in four word loads, qh, the scale byte and d in three more (thirteen otherwise).
+  struct LaneWords {
+    uint32_t low[1], signs[1];
+    uint32_t qh, sc, d;
+  };
+  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
+    LaneWords r;
+    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 4 * ib, odd, r.low);
+    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 32 + 4 * ib, odd, r.signs);
+    const uint8_t* block = block4 + 2 * odd;
+    r.qh = block[offsetof(Block, qh) + ib];
+    r.sc = block[offsetof(Block, scales) + ib];
+    r.d = phase_head_u16(block4, odd);
+    return r;
+  }
+  LOWBIT_HD static GridGroup grid_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
+    return group_grid((w.low[0] >> (8 * l)) & 0xFFu, w.qh, (w.signs[0] >> (8 * l)) & 0xFFu, l, cb);
+  }
+  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int h) {
+    return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(w.d)), (w.sc >> (4 * h)) & 0xFu);
   }
 };
 

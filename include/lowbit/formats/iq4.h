@@ -60,27 +60,12 @@ LOWBIT_HD Int8Addends iq4nl_i8_addends(uint32_t w, const Codebooks& cb) {
                                cb.iq4nl_i8[3] + 0x01010101u);
 }
 
-// An IQ4_NL block read as aligned words by the dp4a MMVQ, where a row's blocks pair into
-// 4-byte-aligned 36-byte spans (an even number of blocks per row, rows 4-byte aligned): `words` is
-// the block where it starts a word (the first of a pair), else the 2 bytes before it (the second:
-// those are its partner's last codes). Either way the five aligned words there hold the block and
-// 2 bytes of its partner: five loads instead of nine halfword loads, none outside the pair.
+// An IQ4_NL block as the dp4a MMVQ reads it in aligned words (all.h, HasLaneWords): five word
+// loads instead of nine halfword ones.
 struct Iq4nlWords {
   uint32_t qs[4];  // the 16 code bytes
   uint32_t d;      // the fp16 scale bits
 };
-LOWBIT_HD Iq4nlWords iq4nl_paired_words(const uint8_t* words, bool second) {
-  uint32_t w[5];
-  LOWBIT_UNROLL
-  for (int i = 0; i < 5; ++i) w[i] = load_u32<4>(words + 4 * i);
-  // the codes: bytes 2.. of the words (first block) or the words from the second on (second)
-  const uint32_t code_sel = second ? 0x7654u : 0x5432u;
-  Iq4nlWords r;
-  LOWBIT_UNROLL
-  for (int k = 0; k < 4; ++k) r.qs[k] = byte_perm(w[k], w[k + 1], code_sel);
-  r.d = byte_perm(w[0], 0u, second ? 0x4432u : 0x4410u);  // bytes 0, 1 or 2, 3 of the first word
-  return r;
-}
 
 // Group g of a 32-weight nibble run at `qs`: weights 8g..8g+7 (bytes 8(g&1).., nibble g>>1).
 template <int kAlign>
@@ -131,19 +116,21 @@ struct FormatTraits<QuantType::IQ4_NL> : BlockFormat<QuantType::IQ4_NL, BlockIq4
     return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
   }
 
-  // The dp4a MMVQ's aligned-word read (all.h, HasPairedWords; iq4nl_paired_words) and the int8
-  // forms and scale from it.
-  using PairedWords = detail::Iq4nlWords;
-  LOWBIT_HD static PairedWords paired_words(const uint8_t* words, bool second) {
-    return detail::iq4nl_paired_words(words, second);
+  // The dp4a MMVQ's aligned-word read (all.h, HasLaneWords) and the int8 forms and scale from it.
+  using LaneWords = detail::Iq4nlWords;
+  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int, bool odd) {
+    LaneWords r;
+    phase_words(block4, offsetof(Block, qs), odd, r.qs);
+    r.d = phase_head_u16(block4, odd);
+    return r;
   }
-  LOWBIT_HD static Int8Group decode_i8_from(const PairedWords& p, int g, const Codebooks& cb) {
+  LOWBIT_HD static Int8Group decode_i8_from(const LaneWords& p, int g, const Codebooks& cb) {
     return detail::iq4nl_i8(p.qs[g], cb);
   }
-  LOWBIT_HD static Int8Addends decode_i8_addends_from(const PairedWords& p, int g, const Codebooks& cb) {
+  LOWBIT_HD static Int8Addends decode_i8_addends_from(const LaneWords& p, int g, const Codebooks& cb) {
     return detail::iq4nl_i8_addends(p.qs[g], cb);
   }
-  LOWBIT_HD static float scale_i8_from(const PairedWords& p) { return fp16_to_float(static_cast<uint16_t>(p.d)); }
+  LOWBIT_HD static float scale_i8_from(const LaneWords& p, int) { return fp16_to_float(static_cast<uint16_t>(p.d)); }
 };
 
 template <>
