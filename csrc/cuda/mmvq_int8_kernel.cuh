@@ -21,7 +21,6 @@
 #pragma once
 
 #include <atomic>
-#include <cstdlib>
 
 #include "cuda/int8_activations.cuh"
 #include "cuda/mmvq_kernel.cuh"
@@ -312,22 +311,21 @@ bool blocks_pair_aligned(const MmvqArgs& a) {
   return (a.k / Traits::kBlockElems) % 2 == 0 && a.w_row_stride % 4 == 0 && reinterpret_cast<uintptr_t>(a.w) % 4 == 0;
 }
 
-template <class Traits, class Act, int kTokens>
-void launch_mmvq_lane_as(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t stream) {
-  if constexpr (HasLaneWords<Traits>::value) {
-    static const bool experiment_off = std::getenv("LOWBIT_EXPERIMENT_NO_WORDS") != nullptr;  // EXPERIMENT
-    if (blocks_pair_aligned<Traits>(a) && !experiment_off) {
-      constexpr auto kernel = &mmvq_lane_kernel<Traits, Act, kTokens, true>;
-      if (grid.smem > 48 * 1024)
-        configure_shared_memory(reinterpret_cast<const void*>(kernel), current_device_limits().shared_per_block_optin);
-      return launch_programmatic<kernel>(grid.blocks, grid.threads, grid.smem, stream, "mmvq (int8 lanes)", a);
-    }
-  }
-  constexpr auto kernel = &mmvq_lane_kernel<Traits, Act, kTokens>;
+template <auto kKernel>
+void launch_lane_kernel(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t stream) {
   // above the default 48 KB only: then whatever K a later call brings fits the one setting
   if (grid.smem > 48 * 1024)
-    configure_shared_memory(reinterpret_cast<const void*>(kernel), current_device_limits().shared_per_block_optin);
-  launch_programmatic<kernel>(grid.blocks, grid.threads, grid.smem, stream, "mmvq (int8 lanes)", a);
+    configure_shared_memory(reinterpret_cast<const void*>(kKernel), current_device_limits().shared_per_block_optin);
+  launch_programmatic<kKernel>(grid.blocks, grid.threads, grid.smem, stream, "mmvq (int8 lanes)", a);
+}
+
+template <class Traits, class Act, int kTokens>
+void launch_mmvq_lane_as(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t stream) {
+  if constexpr (HasLaneWords<Traits>::value && lane_shape<Traits>(kTokens).words) {
+    if (blocks_pair_aligned<Traits>(a))
+      return launch_lane_kernel<&mmvq_lane_kernel<Traits, Act, kTokens, true>>(a, grid, stream);
+  }
+  launch_lane_kernel<&mmvq_lane_kernel<Traits, Act, kTokens>>(a, grid, stream);
 }
 
 // Which MMVQ kernel serves one weight type, and its launch shape (MmvqPlan, launch.h): where the

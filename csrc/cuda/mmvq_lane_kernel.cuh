@@ -56,6 +56,13 @@ struct LaneShape {
   // and IQ1_S (-0.2, then +0.1: within the spread); IQ3_S keeps the next round (none: 17.3 ->
   // 18.4), IQ3_XXS the pair's second sub-block.
   int prefetch_ahead = 1;
+  // Read the blocks as aligned words (HasLaneWords, mmvq_lane_kernel's kWords) where the format
+  // has them and the weight's rows allow. A/B at one token (benchmarks/NOTES.md, eleventh
+  // session): iq3_xxs 14.8 -> 13.4 us, iq2_s 14.0 -> 12.6, iq1_s 11.3 -> 10.0, iq4_nl 12.6 -> 11.4,
+  // iq3_s 17.8 -> 17.3, iq2_xxs 11.3 -> 11.1; at two tokens iq3_xxs 17.5 -> 16.2, iq1_s 13.8 ->
+  // 12.4, but iq2_s 16.7 -> 17.3 (off there). IQ2_XS has none (12.5 against 11.7: its halfword
+  // codes need no realignment, the extraction cost more than the four loads it saved).
+  bool words = true;
 };
 
 template <class Traits>
@@ -78,6 +85,7 @@ constexpr LaneShape lane_shape(int tokens) {
     if (t == QuantType::IQ4_XS) return {1, 1, true};
     if (t == QuantType::IQ3_S || t == QuantType::Q8_0) return {0, 0, false};
     if (t == QuantType::IQ1_M) return {2, 2, false, true, false, /*select_prefetch=*/true};
+    if (t == QuantType::IQ2_S) return {2, 2, false, true, false, false, 1, /*words=*/false};
     return {2, 2, t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS};
   }
   return {0, 0, false};

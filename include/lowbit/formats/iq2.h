@@ -130,38 +130,14 @@ struct FormatTraits<QuantType::IQ2_XS>
   }
 
   LOWBIT_HD static GridGroup grid_i8(BlockRef b, int g, const Codebooks& cb) {
-    return group_grid(load_u16<2>(b.bytes + offsetof(Block, qs) + 2 * g), cb);
+    const uint32_t q = load_u16<2>(b.bytes + offsetof(Block, qs) + 2 * g);
+    const uint64_t mag = cb.iq2xs_grid[q & 511u];
+    return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)}, ksigns_iq2xs(q >> 9)};
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group
     const uint32_t sc = b.bytes[offsetof(Block, scales) + (s >> 1)];
     return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))), (sc >> (4 * (s & 1))) & 0xFu);
-  }
-
-  // A group from its 16-bit code: 9-bit grid index, 7-bit sign code.
-  LOWBIT_HD static GridGroup group_grid(uint32_t q, const Codebooks& cb) {
-    const uint64_t mag = cb.iq2xs_grid[q & 511u];
-    return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)}, ksigns_iq2xs((q >> 9) & 127u)};
-  }
-
-  // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its four codes in
-  // three word loads, its scale byte and d in two more (six otherwise).
-  struct LaneWords {
-    uint32_t qs[2];
-    uint32_t sc, d;
-  };
-  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
-    LaneWords r;
-    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 8 * ib, odd, r.qs);
-    r.sc = block4[2 * odd + offsetof(Block, scales) + ib];
-    r.d = phase_head_u16(block4, odd);
-    return r;
-  }
-  LOWBIT_HD static GridGroup grid_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
-    return group_grid((w.qs[l >> 1] >> (16 * (l & 1))) & 0xFFFFu, cb);
-  }
-  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int h) {
-    return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(w.d)), (w.sc >> (4 * h)) & 0xFu);
   }
 };
 

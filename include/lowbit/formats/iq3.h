@@ -106,8 +106,8 @@ struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s,
   }
 
   // Group l's grid rows from its two low index bytes and the sub-block's high-bit byte qh.
-  LOWBIT_HD static void grid_rows(uint32_t low0, uint32_t low1, uint32_t qh, int l, const Codebooks& cb,
-                                  uint32_t& row0, uint32_t& row1) {
+  LOWBIT_HD static void grid_rows(uint32_t low0, uint32_t low1, uint32_t qh, int l, const Codebooks& cb, uint32_t& row0,
+                                  uint32_t& row1) {
     row0 = cb.iq3s_grid[low0 | ((qh << (8 - 2 * l)) & 256u)];
     row1 = cb.iq3s_grid[low1 | ((qh << (7 - 2 * l)) & 256u)];
   }
