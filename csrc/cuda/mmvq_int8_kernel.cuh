@@ -304,11 +304,13 @@ LaneGrid lane_grid(int64_t n, int64_t k, const DeviceLimits& limits) {
           static_cast<int>(32 * kShape.team_warps * teams), static_cast<int>(smem)};
 }
 
-// Whether a weight's rows pair their blocks into 4-byte-aligned spans (mmvq_lane_kernel's kWords):
-// an even number of blocks per row, rows 4-byte aligned.
+// Whether mmvq_lane_kernel can read a weight's blocks as aligned words (kWords): rows 4-byte
+// aligned, and where blocks are 2 mod 4 bytes long an even number of them per row (so that they
+// pair into 4-byte-aligned spans).
 template <class Traits>
 bool blocks_pair_aligned(const MmvqArgs& a) {
-  return (a.k / Traits::kBlockElems) % 2 == 0 && a.w_row_stride % 4 == 0 && reinterpret_cast<uintptr_t>(a.w) % 4 == 0;
+  const bool paired = Traits::kBlockBytes % 4 == 0 || (a.k / Traits::kBlockElems) % 2 == 0;
+  return paired && a.w_row_stride % 4 == 0 && reinterpret_cast<uintptr_t>(a.w) % 4 == 0;
 }
 
 template <auto kKernel>

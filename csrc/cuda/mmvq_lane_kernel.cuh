@@ -238,10 +238,11 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   // kWords: a round covers an even number of blocks, so a thread's blocks are all first (odd ==
   // false) or all second of their pair; its row pointers then point at the 4-byte-aligned
   // address at or before its blocks (lane_words' block4)
-  static_assert(!kWords || (HasLaneWords<Traits>::value && Traits::kBlockBytes % 4 == 2 &&
-                            kTeamThreads / Tl::kSubsPerBlock % 2 == 0),
-                "aligned words: 2-byte-aligned blocks, an even number of them per round");
-  const bool odd = kWords && (tid / Tl::kSubsPerBlock) % 2 == 1;
+  // (4-byte-aligned blocks: odd is always false)
+  static_assert(!kWords || (HasLaneWords<Traits>::value &&
+                            (Traits::kBlockBytes % 4 == 0 || kTeamThreads / Tl::kSubsPerBlock % 2 == 0)),
+                "aligned words: blocks 2 mod 4 bytes long come an even number per round");
+  const bool odd = kWords && Traits::kBlockBytes % 4 == 2 && (tid / Tl::kSubsPerBlock) % 2 == 1;
   const int anchor = kWords ? (odd ? -2 : 0) : lane_anchor<Traits>(sub);
   // rows past N (the last group only) read row 0 and are never stored
   auto row_of = [&](int64_t g, int r) {

@@ -217,6 +217,27 @@ LOWBIT_HD uint64_t load_u64(const uint8_t* p) {
 #endif
 }
 
+// A little-endian word (halfword) of weight bytes at a 4-byte (2-byte) aligned address, read whole
+// on the device: a plain load whose users each take one byte is narrowed into byte loads.
+LOWBIT_HD uint32_t load_weight_word(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(reinterpret_cast<const unsigned int*>(p));
+#else
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+#endif
+}
+LOWBIT_HD uint32_t load_weight_half(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(reinterpret_cast<const unsigned short*>(p));
+#else
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+#endif
+}
+
 // Two consecutive little-endian words of weight bytes (global memory the kernel does not write) at
 // an 8-byte-aligned address. On the device one 64-bit read-only load: a plain 64-bit load whose
 // callers each use one word is narrowed by the compiler into separate 32-bit loads, an ldg is not

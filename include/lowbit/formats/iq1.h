@@ -133,18 +133,44 @@ struct FormatTraits<QuantType::IQ1_M> : BlockFormat<QuantType::IQ1_M, BlockIq1m,
   }
 
   LOWBIT_HD static Int8Group decode_i8(BlockRef b, int g, const Codebooks& cb) {
-    const int ib = g >> 2, l = g & 3;
-    const uint32_t qh = b.bytes[offsetof(Block, qh) + 2 * ib + (l >> 1)];
-    const uint32_t high = (l & 1) ? (qh << 4) : (qh << 8);
-    const uint32_t index = b.bytes[offsetof(Block, qs) + g] | (high & 0x700u);
-    return detail::ternary_i8(cb.iq1s_packed[index], (qh & ((l & 1) ? 0x80u : 0x08u)) != 0);
+    return group_i8(b.bytes[offsetof(Block, qs) + g], b.bytes[offsetof(Block, qh) + 2 * (g >> 2) + ((g & 3) >> 1)],
+                    g & 3, cb);
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {  // s: 16-weight scale group
     const uint64_t words = load_u64<kAlign>(b.bytes + offsetof(Block, scales));
     const uint32_t s3 = static_cast<uint32_t>(words >> (16 * (s >> 2) + 6 * ((s >> 1) & 1) + 3 * (s & 1))) & 7u;
-    return super_scale(words) * static_cast<float>(2 * static_cast<int>(s3) + 1) * 0.125f;
+    return sub_scale(super_scale(words), s3);
   }
+
+  // Group l of a sub-block from its low index byte and the qh byte of its pair of groups, and a
+  // 16-weight scale from the super-block scale and its 3-bit field (block and word reads share them).
+  LOWBIT_HD static Int8Group group_i8(uint32_t low, uint32_t qh, int l, const Codebooks& cb) {
+    const uint32_t high = (l & 1) ? (qh << 4) : (qh << 8);
+    return detail::ternary_i8(cb.iq1s_packed[low | (high & 0x700u)], (qh & ((l & 1) ? 0x80u : 0x08u)) != 0);
+  }
+  LOWBIT_HD static float sub_scale(float super, uint32_t s3) {
+    return super * static_cast<float>(2 * static_cast<int>(s3) + 1) * 0.125f;
+  }
+
+  // The dp4a MMVQ's word read of sub-block ib (all.h, HasLaneWords; the blocks are 8-byte aligned,
+  // `odd` is always false): its 4 index bytes as one word, its 2 qh bytes as one halfword and the
+  // scale words as one 64-bit load (seven loads otherwise).
+  struct LaneWords {
+    uint32_t low, qh;
+    uint32_t s6;  // the sub-block's two 3-bit scales
+    float super;
+  };
+  LOWBIT_HD static LaneWords lane_words(const uint8_t* block, int ib, bool) {
+    const uint64_t words = load_u64<kAlign>(block + offsetof(Block, scales));
+    return LaneWords{load_weight_word(block + offsetof(Block, qs) + 4 * ib),
+                     load_weight_half(block + offsetof(Block, qh) + 2 * ib),
+                     static_cast<uint32_t>(words >> (16 * (ib >> 1) + 6 * (ib & 1))) & 0x3Fu, super_scale(words)};
+  }
+  LOWBIT_HD static Int8Group decode_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
+    return group_i8((w.low >> (8 * l)) & 0xFFu, (w.qh >> (4 * (l & 2))) & 0xFFu, l, cb);
+  }
+  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int h) { return sub_scale(w.super, (w.s6 >> (3 * h)) & 7u); }
 };
 
 }  // namespace lowbit
