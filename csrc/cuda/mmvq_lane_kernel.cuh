@@ -59,9 +59,9 @@ struct LaneShape {
   // Read the blocks as aligned words (HasLaneWords, mmvq_lane_kernel's kWords) where the format
   // has them and the weight's rows allow. A/B at one token (benchmarks/NOTES.md, eleventh
   // session): iq3_xxs 14.8 -> 13.4 us, iq2_s 14.0 -> 12.6, iq1_s 11.3 -> 10.0, iq4_nl 12.6 -> 11.4,
-  // iq3_s 17.8 -> 17.3, iq2_xxs 11.3 -> 11.1; at two tokens iq3_xxs 17.5 -> 16.2, iq1_s 13.8 ->
-  // 12.4, but iq2_s 16.7 -> 17.3 (off there). IQ2_XS has none (12.5 against 11.7: its halfword
-  // codes need no realignment, the extraction cost more than the four loads it saved).
+  // iq3_s 17.8 -> 17.3, iq2_xxs 11.3 -> 11.1, iq1_m 12.2 -> 11.4; at two tokens iq3_xxs 17.5 ->
+  // 16.2, iq1_s 13.8 -> 12.4, iq1_m 15.7 -> 14.0, but iq2_s 16.7 -> 17.3 (off there). IQ2_XS has none (12.5
+  // against 11.7: its halfword codes need no realignment, the extraction cost more than the four loads it saved).
   bool words = true;
 };
 
