@@ -65,8 +65,11 @@ struct LaneShape {
   bool words = true;
 };
 
+// `words`: the shape of the kernel that reads the blocks as aligned words (LaneShape.words); the
+// kernel for rows that do not allow them (mmvq_lane_kernel's kWords false) may step differently,
+// with the same rows and teams.
 template <class Traits>
-constexpr LaneShape lane_shape(int tokens) {
+constexpr LaneShape lane_shape(int tokens, bool words = true) {
   constexpr QuantType t = Traits::kType;
   // (IQ3_XXS: without pairs ptxas spills 128 bytes in the loop, 26.7 us against 18)
   constexpr bool grids = t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ2_S ||
@@ -78,7 +81,10 @@ constexpr LaneShape lane_shape(int tokens) {
                                                                                                 : 1;
     // 64-bit code reads with the addends: 11.05 -> 10.92 us (0.1 us slower before the addends)
     if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/true, false, false, ahead};
-    // split signs: iq3_xxs 15.2 -> 14.7 us, iq2_xxs 12.1 -> 11.9; iq2_xs, iq2_s, iq3_s 0.0-0.1 slower
+    // IQ3_S through words in pairs, the next pair prefetched, with split signs: 17.2 -> 14.6 us (split
+    // signs alone 15.5); reading whole blocks ptxas spills 104 bytes in that loop: not there
+    if (t == QuantType::IQ3_S && words) return {2, 2, true, true, /*split_signs=*/true, false, 2};
+    // split signs: iq3_xxs 15.2 -> 14.7 us, iq2_xxs 12.1 -> 11.9; iq2_xs, iq2_s 0.0-0.1 slower
     return {2, 2, grids, true, /*split_signs=*/t == QuantType::IQ3_XXS || t == QuantType::IQ2_XXS, false, ahead};
   }
   if (tokens == 2) {
@@ -190,14 +196,17 @@ struct LaneWordsOf<Traits, std::void_t<typename Traits::LaneWords>> {
   using type = typename Traits::LaneWords;
 };
 
-// kTokens (1 or 2) == M; the shape is lane_shape<Traits>(kTokens). kWords: the format's blocks
+// kTokens (1 or 2) == M; the shape is lane_shape<Traits>(kTokens, kWords). kWords: the format's blocks
 // are read as aligned words (HasLaneWords; the launch checks that the row's blocks pair into
 // 4-byte-aligned spans): IQ4_NL M=1 12.58 -> 11.42 us, M=2 14.97 -> 14.55 (five word loads per
 // block instead of nine halfword ones).
 template <class Traits, class Act, int kTokens, bool kWords = false>
 __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(MmvqArgs a) {
   using Tl = MmvqLaneTiling<Traits>;
-  constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
+  constexpr LaneShape kShape = lane_shape<Traits>(kTokens, kWords);
+  static_assert(
+      kShape.rows == lane_shape<Traits>(kTokens).rows && kShape.team_warps == lane_shape<Traits>(kTokens).team_warps,
+      "the grid (lane_grid) is planned for either kernel");
   constexpr int kRows = kShape.rows, kTeamWarps = kShape.team_warps;
   static_assert(
       kRows > 0 && kLaneBlockWarps % kTeamWarps == 0 && (kTeamWarps == 1 || kLaneBlockWarps / kTeamWarps <= 16),
