@@ -34,8 +34,9 @@ namespace lowbit::cuda_detail {
 // K = 14336 (benchmarks/NOTES.md, "dp4a lanes with the activations quantized in the kernel"):
 // two rows per team of two warps for every format but IQ4_XS (one row per warp, in pairs: at two
 // tokens 14.0-15.4 us against 15.1-15.9 for two rows per two warps); pairs for IQ1_S, IQ1_M,
-// IQ2_XXS, IQ2_XS, IQ2_S and IQ3_XXS at one token, IQ2_XXS and IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on
-// tensor cores. Four tokens on lanes (per-group activation loads) ran 1.1-1.5x slower than the tensor cores.
+// IQ2_XXS, IQ2_XS, IQ2_S and IQ3_XXS at one token (and IQ3_S where it reads words), IQ2_XXS and
+// IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on tensor cores. Four tokens on lanes (per-group activation loads)
+// ran 1.1-1.5x slower than the tensor cores.
 struct LaneShape {
   int rows;
   int team_warps;
