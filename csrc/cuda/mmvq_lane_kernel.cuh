@@ -55,7 +55,7 @@ struct LaneShape {
   // 12.4-12.6), whose loops lose 6 and 28 instructions, and IQ1_M (-0.3 in one call, equal in the
   // next); the next pair for IQ2_XXS (11.3 -> 10.9), IQ2_XS (11.7 -> 11.4), IQ2_S (14.3 -> 14.0)
   // and IQ1_S (-0.2, then +0.1: within the spread); IQ3_S keeps the next round (none: 17.3 ->
-  // 18.4), IQ3_XXS the pair's second sub-block.
+  // 18.4; where it reads words, in pairs, the next pair), IQ3_XXS the pair's second sub-block.
   int prefetch_ahead = 1;
   // Read the blocks as aligned words (HasLaneWords, mmvq_lane_kernel's kWords) where the format
   // has them and the weight's rows allow. A/B at one token (benchmarks/NOTES.md, eleventh
@@ -221,8 +221,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   static_assert(!kSplitSigns || (kTokens == 1 && HasGridI8<Traits>::value), "split signs: one token, grid formats");
   // One token, formats with addends (IQ4_NL, IQ4_XS through nibble_lookup_addends): four dp4a per
   // group instead of two, and a third fewer integer-ALU instructions to form the bytes (iq4_xs
-  // 11.9 -> 11.3 us, iq4_nl 13.0 -> 12.7). Not with a whole-sub-block read, and not at two tokens,
-  // where each word would feed four dp4a.
+  // 11.9 -> 11.3 us, iq4_nl 13.0 -> 12.7); IQ4_XS's through its 64-bit code reads where the shape
+  // asks for whole sub-blocks (kWideAddends). Not at two tokens, where each word would feed four dp4a.
   constexpr bool kAddends = kTokens == 1 && HasI8Addends<Traits>::value;
   constexpr bool kWideAddends = kAddends && kShape.whole_sub && HasWholeSubAddends<Traits>::value;
   constexpr int kTeamThreads = 32 * kTeamWarps;

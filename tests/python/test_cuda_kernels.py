@@ -36,7 +36,15 @@ def device() -> torch.device:
 def shapes(qtype: QuantType) -> list[tuple[str, int, int]]:
     elems, _ = BLOCK[qtype]
     partial = 416 if elems == 32 else 768  # 32-weight types: a last 256-unit of 5 blocks
-    return [("one_block", 37, elems), ("partial_unit", 77, partial), ("k14336", 300, 14336)]
+    # an even number of blocks per row (the dp4a MMVQ then reads the 2-mod-4-byte formats as
+    # aligned words) whose last round of sub-blocks leaves threads idle: 66 or 10 blocks
+    paired = 2112 if elems == 32 else 2560
+    return [
+        ("one_block", 37, elems),
+        ("partial_unit", 77, partial),
+        ("paired_partial", 45, paired),
+        ("k14336", 300, 14336),
+    ]
 
 
 def poisoned(fn: Callable[[], torch.Tensor], shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:

@@ -51,14 +51,15 @@ struct HasI8Addends : std::false_type {};
 template <class Traits>
 struct HasI8Addends<Traits, std::void_t<decltype(&Traits::decode_i8_addends)>> : std::true_type {};
 
-// Formats of 2-byte-aligned blocks that the dp4a MMVQ reads as aligned words where a row's
+// Formats that the dp4a MMVQ reads as aligned words. For blocks 2 mod 4 bytes long, where a row's
 // blocks pair into 4-byte-aligned spans (an even number of blocks per row, rows 4-byte aligned),
 // so that a thread whose blocks are all first or all second of their pair knows each block's
 // address mod 4: Traits::lane_words(block4, sub, odd) reads sub-block `sub` of the block at
-// block4 + 2 * odd (phase_words, common.h) into Traits::LaneWords; grid_i8_from (grid formats) or
+// block4 + 2 * odd (phase_words, common.h) into Traits::LaneWords (IQ1_M, whose blocks are 8-byte
+// aligned, is always read with odd == false and block4 the block); grid_i8_from (grid formats) or
 // decode_i8_from, scale_i8_from and, with addends, decode_i8_addends_from decode from those.
-// Halfword and byte loads of the same bytes cost an L1 request each (IQ4_NL: 9 -> 5 loads per
-// block, 12.6 -> 11.4 us at one token).
+// Halfword and byte loads of the same bytes cost an L1 request each (IQ4_NL: 9 -> 5 load
+// instructions per block in SASS, 12.6 -> 11.4 us at one token).
 template <class Traits, class = void>
 struct HasLaneWords : std::false_type {};
 template <class Traits>

@@ -256,8 +256,9 @@ LOWBIT_HD void load_weight_words2(const uint8_t* p, uint32_t& lo, uint32_t& hi) 
 // all.h HasLaneWords): the block starts at block4 + 2 * odd with block4 4-byte aligned.
 // kN words of the block's bytes from `offset` (2 mod 4): kN + 1 aligned words from
 // block4 + offset - 2, the same address for either phase, of which bytes 2.. (odd == false) or
-// 4.. (odd) are the run. What it reads beyond the run: 2 bytes after it (even phase) or 4 before
-// it (odd phase; those lie in the block or its predecessor for any offset >= 2).
+// 4.. (odd) are the run. What it reads beyond the run: 2 bytes before and 2 after it (even
+// phase), or 4 before it (odd phase). For offset >= 2 those lie in the block or, for a run at the
+// block's end (even phase) or start (odd phase), 2 bytes into the neighbouring block of its pair.
 template <int kN>
 LOWBIT_HD void phase_words(const uint8_t* block4, int offset, bool odd, uint32_t (&out)[kN]) {
   uint32_t w[kN + 1];

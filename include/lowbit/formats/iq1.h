@@ -86,12 +86,13 @@ struct FormatTraits<QuantType::IQ1_S> : BlockFormat<QuantType::IQ1_S, BlockIq1s,
   }
 
   // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 4 index bytes in
-  // two word loads, qh and d in two more (eight otherwise).
+  // two word loads, qh and d in two more (eight in the SASS of the block reads).
   struct LaneWords {
     uint32_t low[1];
     uint32_t qh, d;
   };
   LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
+    static_assert(offsetof(Block, qs) % 4 == 2, "phase_words runs start 2 mod 4");
     LaneWords r;
     phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 4 * ib, odd, r.low);
     r.qh = load_u16<2>(block4 + 2 * odd + offsetof(Block, qh) + 2 * ib);
@@ -155,7 +156,7 @@ struct FormatTraits<QuantType::IQ1_M> : BlockFormat<QuantType::IQ1_M, BlockIq1m,
 
   // The dp4a MMVQ's word read of sub-block ib (all.h, HasLaneWords; the blocks are 8-byte aligned,
   // `odd` is always false): its 4 index bytes as one word, its 2 qh bytes as one halfword and the
-  // scale words as one 64-bit load (seven loads otherwise).
+  // scale words as one 64-bit load (seven loads in the SASS of the block reads).
   struct LaneWords {
     uint32_t low, qh;
     uint32_t s6;  // the sub-block's two 3-bit scales

@@ -94,12 +94,13 @@ struct FormatTraits<QuantType::IQ2_XXS>
   }
 
   // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 8 bytes and d in
-  // four word loads (five halfword loads otherwise).
+  // four word loads (five halfword loads in the SASS of the block reads).
   struct LaneWords {
     uint32_t sub[2];  // the grid indices, then the sign/scale word
     uint32_t d;
   };
   LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
+    static_assert(offsetof(Block, qs) % 4 == 2, "phase_words runs start 2 mod 4");
     LaneWords r;
     phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 8 * ib, odd, r.sub);
     r.d = phase_head_u16(block4, odd);
@@ -175,12 +176,14 @@ struct FormatTraits<QuantType::IQ2_S> : BlockFormat<QuantType::IQ2_S, BlockIq2s,
   }
 
   // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 4 index and 4
-  // sign bytes in four word loads, qh, the scale byte and d in three more (thirteen otherwise).
+  // sign bytes in four word loads, qh, the scale byte and d in three more (thirteen in the SASS of the block reads).
   struct LaneWords {
     uint32_t low[1], signs[1];
     uint32_t qh, sc, d;
   };
   LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
+    static_assert(offsetof(Block, qs) % 4 == 2 && (offsetof(Block, qs) + 32) % 4 == 2,
+                  "phase_words runs start 2 mod 4");
     LaneWords r;
     phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 4 * ib, odd, r.low);
     phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 32 + 4 * ib, odd, r.signs);

@@ -69,13 +69,15 @@ struct FormatTraits<QuantType::IQ3_XXS>
   }
 
   // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 8 index bytes,
-  // its sign/scale word and d in six word loads (fourteen byte and halfword loads otherwise).
+  // its sign/scale word and d in six word loads (fourteen byte and halfword loads in the SASS of the block reads).
   struct LaneWords {
     uint32_t index[2];
     uint32_t aux[1];
     uint32_t d;
   };
   LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
+    static_assert(offsetof(Block, qs) % 4 == 2 && (offsetof(Block, qs) + 64) % 4 == 2,
+                  "phase_words runs start 2 mod 4");
     LaneWords r;
     phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 8 * ib, odd, r.index);
     phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 64 + 4 * ib, odd, r.aux);
@@ -137,13 +139,14 @@ struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s,
 
   // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 8 low index
   // bytes and 4 sign bytes in five word loads, qh, the scale byte and d in three more (eighteen
-  // byte and halfword loads otherwise).
+  // byte and halfword loads in the SASS of the block reads).
   struct LaneWords {
     uint32_t qs[2];
     uint32_t signs[1];
     uint32_t qh, s4, d;
   };
   LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
+    static_assert(offsetof(Block, qs) % 4 == 2 && offsetof(Block, signs) % 4 == 2, "phase_words runs start 2 mod 4");
     LaneWords r;
     phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 8 * ib, odd, r.qs);
     phase_words(block4, static_cast<int>(offsetof(Block, signs)) + 4 * ib, odd, r.signs);

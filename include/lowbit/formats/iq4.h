@@ -119,6 +119,7 @@ struct FormatTraits<QuantType::IQ4_NL> : BlockFormat<QuantType::IQ4_NL, BlockIq4
   // The dp4a MMVQ's aligned-word read (all.h, HasLaneWords) and the int8 forms and scale from it.
   using LaneWords = detail::Iq4nlWords;
   LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int, bool odd) {
+    static_assert(offsetof(Block, qs) % 4 == 2, "phase_words runs start 2 mod 4");
     LaneWords r;
     phase_words(block4, offsetof(Block, qs), odd, r.qs);
     r.d = phase_head_u16(block4, odd);
