@@ -35,8 +35,8 @@ namespace lowbit::cuda_detail {
 // two rows per team of two warps for every format but IQ4_XS (one row per warp, in pairs: at two
 // tokens 14.0-15.4 us against 15.1-15.9 for two rows per two warps); pairs for IQ1_S, IQ1_M,
 // IQ2_XXS, IQ2_XS, IQ2_S and IQ3_XXS at one token (and IQ3_S where it reads words), IQ2_XXS and
-// IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on tensor cores. Four tokens on lanes (per-group activation loads)
-// ran 1.1-1.5x slower than the tensor cores.
+// IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on tensor cores. Four tokens on lanes
+// (per-group activation loads) ran 1.1-1.5x slower than the tensor cores.
 struct LaneShape {
   int rows;
   int team_warps;
@@ -61,8 +61,9 @@ struct LaneShape {
   // has them and the weight's rows allow. A/B at one token (benchmarks/NOTES.md, eleventh
   // session): iq3_xxs 14.8 -> 13.4 us, iq2_s 14.0 -> 12.6, iq1_s 11.3 -> 10.0, iq4_nl 12.6 -> 11.4,
   // iq3_s 17.8 -> 17.3, iq2_xxs 11.3 -> 11.1, iq1_m 12.2 -> 11.4; at two tokens iq3_xxs 17.5 ->
-  // 16.2, iq1_s 13.8 -> 12.4, iq1_m 15.7 -> 14.0, but iq2_s 16.7 -> 17.3 (off there). IQ2_XS has none (12.5
-  // against 11.7: its halfword codes need no realignment, the extraction cost more than the four loads it saved).
+  // 16.2, iq1_s 13.8 -> 12.4, iq1_m 15.7 -> 14.0, but iq2_s 16.7 -> 17.3 (off there). IQ2_XS has
+  // none (12.5 against 11.7: its halfword codes need no realignment, and the extraction cost more
+  // than the four loads it saved).
   bool words = true;
 };
 
@@ -244,15 +245,14 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   const int sub = tid % Tl::kSubsPerBlock;
   const int64_t thread_byte = tid / Tl::kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
   const int sub_byte = sub * (Traits::kBlockBytes / Tl::kSubsPerBlock);  // about where its bytes start
-  // the thread's row pointers point this far into its blocks (lane_anchor)
   // kWords: a round covers an even number of blocks, so a thread's blocks are all first (odd ==
-  // false) or all second of their pair; its row pointers then point at the 4-byte-aligned
-  // address at or before its blocks (lane_words' block4)
-  // (4-byte-aligned blocks: odd is always false)
+  // false) or all second of their pair (4-byte-aligned blocks: odd is always false)
   static_assert(!kWords || (HasLaneWords<Traits>::value &&
                             (Traits::kBlockBytes % 4 == 0 || kTeamThreads / Tl::kSubsPerBlock % 2 == 0)),
                 "aligned words: blocks 2 mod 4 bytes long come an even number per round");
   const bool odd = kWords && Traits::kBlockBytes % 4 == 2 && (tid / Tl::kSubsPerBlock) % 2 == 1;
+  // the thread's row pointers point this far into its blocks: lane_anchor, or with kWords at the
+  // 4-byte-aligned address at or before them (lane_words' block4)
   const int anchor = kWords ? (odd ? -2 : 0) : lane_anchor<Traits>(sub);
   // rows past N (the last group only) read row 0 and are never stored
   auto row_of = [&](int64_t g, int r) {
