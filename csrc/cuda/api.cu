@@ -212,11 +212,11 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
       if (ptr != nullptr) cudaFreeAsync(ptr, stream);
     }
   } owned{nullptr, stream};
-  // Only the int8 tensor-core kernel reads the workspace (its prologue fills it); the dp4a kernel
-  // quantizes the activations itself. mmvq_workspace_bytes sizes it for callers that do not know
-  // the route; the plan decides it here and is the one launch_mmvq runs.
+  // The workspace is read where the int8 prologue fills it (tensor cores; dp4a at three or four
+  // tokens); the dp4a kernel quantizes one or two tokens itself. mmvq_workspace_bytes sizes it for
+  // callers that do not know the route; the plan decides it here and is the one launch_mmvq runs.
   const cuda_detail::MmvqPlan plan = plan_for(t, n, k, m, run);
-  const bool uses_workspace = need > 0 && plan.kernel == MmvqKernel::kInt8TensorCores;
+  const bool uses_workspace = need > 0 && plan.int8_prologue;
   if (uses_workspace && workspace == nullptr) {
     const cudaError_t err = cudaMallocAsync(&owned.ptr, need, stream);
     LOWBIT_CHECK(err == cudaSuccess, "mmvq: cannot allocate its ", need, " byte workspace: ", cudaGetErrorString(err));

@@ -62,6 +62,7 @@ struct MmvqPlan {
   cuda::MmvqKernel kernel = cuda::MmvqKernel::kBf16TensorCores;
   LaneGrid lanes{};
   int int8_warps = 0;
+  bool int8_prologue = false;  // the kernel reads the activations quantized into the workspace
 };
 
 // The plan for these sizes on the current device (`math` resolved).

@@ -323,6 +323,11 @@ void launch_lane_kernel(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t st
 
 template <class Traits, class Act, int kTokens>
 void launch_mmvq_lane_as(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t stream) {
+  if constexpr (kTokens > 2) {
+    LOWBIT_CHECK(a.xq != nullptr && a.xs != nullptr,
+                 "mmvq: the four-token dp4a kernel runs without its activation workspace (route mismatch)");
+    launch_int8_prologue<Traits, Act>(a, stream);
+  }
   if constexpr (HasLaneWords<Traits>::value && lane_shape<Traits>(kTokens).words) {
     if (blocks_pair_aligned<Traits>(a))
       return launch_lane_kernel<&mmvq_lane_kernel<Traits, Act, kTokens, true>>(a, grid, stream);
@@ -347,16 +352,19 @@ MmvqPlan plan_mmvq(int64_t n, int64_t k, int64_t m, MmvqMath math) {
       if constexpr (lane_shape<Traits>(1).rows > 0) plan.lanes = lane_grid<Traits, 1>(n, k, limits);
     } else if (m == 2) {
       if constexpr (lane_shape<Traits>(2).rows > 0) plan.lanes = lane_grid<Traits, 2>(n, k, limits);
+    } else if (m <= 4) {
+      if constexpr (lane_shape<Traits>(4).rows > 0) plan.lanes = lane_grid<Traits, 4>(n, k, limits);
     }
     if (plan.lanes.fits) {
       plan.kernel = cuda::MmvqKernel::kDp4a;
+      plan.int8_prologue = m > 2;
       return plan;
     }
     plan.int8_warps = m == 1   ? int8_mma_warps<Traits, 1>(k, limits)
                       : m == 2 ? int8_mma_warps<Traits, 2>(k, limits)
                       : m <= 4 ? int8_mma_warps<Traits, 4>(k, limits)
                                : int8_mma_warps<Traits, 8>(k, limits);
-    if (plan.int8_warps > 0) plan.kernel = cuda::MmvqKernel::kInt8TensorCores;
+    if (plan.int8_warps > 0) plan.kernel = cuda::MmvqKernel::kInt8TensorCores, plan.int8_prologue = true;
   }
   return plan;
 }
@@ -373,6 +381,8 @@ void launch_mmvq(const MmvqArgs& a, FloatType act_type, const MmvqPlan& plan, cu
           if (a.m == 1) return launch_mmvq_lane_as<Traits, Act, 1>(a, plan.lanes, stream);
         if constexpr (lane_shape<Traits>(2).rows > 0)
           if (a.m == 2) return launch_mmvq_lane_as<Traits, Act, 2>(a, plan.lanes, stream);
+        if constexpr (lane_shape<Traits>(4).rows > 0)
+          if (a.m == 3 || a.m == 4) return launch_mmvq_lane_as<Traits, Act, 4>(a, plan.lanes, stream);
       }
       if (plan.kernel == cuda::MmvqKernel::kInt8TensorCores) {
         if (a.m == 1) return launch_mmvq_int8_as<Traits, Act, 1>(a, plan.int8_warps, stream);

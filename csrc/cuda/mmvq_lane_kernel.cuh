@@ -1,4 +1,4 @@
-// MMVQ of one or two tokens on dp4a: each thread owns whole 32-weight sub-blocks.
+// MMVQ of one to four tokens on dp4a: each thread owns whole 32-weight sub-blocks.
 //
 // With one or two tokens the tensor-core MMVQ (mmvq_int8_kernel.cuh) spends most of its
 // instructions moving weights through shared memory and filling mma columns that the tokens leave
@@ -13,10 +13,12 @@
 // sums once (twice for formats with 16-weight scales). A team's warps then sum by shuffles and,
 // for two-warp teams, through shared memory behind the team's own named barrier, in a fixed order.
 //
-// The activations are quantized inside the kernel: each block quantizes all of them (the int8
-// form of int8_activations.cuh) into its shared memory before its warps start, which costs one
-// L2 read of the activations per block instead of a second kernel whose completion the MMVQ
-// kernel would wait for (1.5 us at M = 1, 2 even with a programmatic launch; NOTES.md). The grid
+// One or two tokens' activations are quantized inside the kernel: each block quantizes all of
+// them (the int8 form of int8_activations.cuh) into its shared memory before its warps start,
+// which costs one L2 read of the activations per block instead of a second kernel whose
+// completion the MMVQ kernel would wait for (1.5 us at M = 1, 2 even with a programmatic launch;
+// NOTES.md). Three or four tokens' would cost every SM that quantization three or four times
+// over: there the int8 prologue kernel quantizes them once and each block copies its output. The grid
 // is one block per SM (1024 threads at 64 registers fill its register file), so the activations
 // and the codebook table (kGridCopies copies of each entry, one per lane's bank) are built once per SM; team t of block
 // b takes row groups b * teams + t, then every gridDim.x * teams further.
@@ -35,8 +37,10 @@ namespace lowbit::cuda_detail {
 // two rows per team of two warps for every format but IQ4_XS (one row per warp, in pairs: at two
 // tokens 14.0-15.4 us against 15.1-15.9 for two rows per two warps); pairs for IQ1_S, IQ1_M,
 // IQ2_XXS, IQ2_XS, IQ2_S and IQ3_XXS at one token (and IQ3_S where it reads words), IQ2_XXS and
-// IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on tensor cores. Four tokens on lanes
-// (per-group activation loads) ran 1.1-1.5x slower than the tensor cores.
+// IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on tensor cores. Three or four tokens (the
+// kernel of four): one row per warp, 3-21% faster than the tensor cores for every I-quant and
+// Q5_0 (twelfth session; 8-byte activation reads of the swizzled codes, which meet 2-way bank
+// conflicts, had made them 1.1-1.5x slower).
 struct LaneShape {
   int rows;
   int team_warps;
@@ -95,6 +99,12 @@ constexpr LaneShape lane_shape(int tokens, bool words = true) {
     if (t == QuantType::IQ1_M) return {2, 2, false, true, false, /*select_prefetch=*/true};
     if (t == QuantType::IQ2_S) return {2, 2, false, true, false, false, 1, /*words=*/false};
     return {2, 2, t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS};
+  }
+  if (tokens == 4) {  // (three or four tokens; the activations from the prologue's workspace)
+    // one row per warp, in pairs for IQ4_XS (17.7 -> 17.4 us) and IQ1_M (18.5 -> 18.0); MXFP4 and
+    // Q8_0 stay on tensor cores (26.0 / 27.5 against 22.5 / 24.5), MXFP4_SPLIT unmeasured
+    if (t == QuantType::MXFP4 || t == QuantType::Q8_0 || t == QuantType::MXFP4_SPLIT) return {0, 0, false};
+    return {1, 1, t == QuantType::IQ4_XS || t == QuantType::IQ1_M};
   }
   return {0, 0, false};
 }
@@ -184,6 +194,24 @@ __device__ __forceinline__ void quantize_into_shared(const MmvqArgs& a, uint8_t*
   }
 }
 
+// Four tokens: the block copies the prologue's codes (a.xq, a.xs; int8_activations.cuh) into
+// `codes` / `scales` (layout of MmvqLaneTiling), tokens past M as zeros. Quantizing four tokens in
+// every block would cost each SM the whole quantization four times over.
+template <int kTokens>
+__device__ __forceinline__ void copy_prologue_codes(const MmvqArgs& a, uint8_t* codes, float* scales) {
+  const int pieces = static_cast<int>(a.k / 16);  // 16-byte halves of sub-blocks per token
+#pragma unroll
+  for (int m = 0; m < kTokens; ++m) {
+    for (int p = static_cast<int>(threadIdx.x); p < pieces; p += blockDim.x) {
+      const uint4 v = m < a.m ? *reinterpret_cast<const uint4*>(a.xq + m * a.k + 16 * p) : make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(codes + m * a.k + lane_code_offset(p >> 1, p & 1)) = v;
+    }
+  }
+  static_assert(kTokens == 4, "the scales of four tokens are one 16-byte piece");
+  for (int j = static_cast<int>(threadIdx.x); j < a.k / 32; j += blockDim.x)
+    *reinterpret_cast<float4*>(scales + 4 * j) = *reinterpret_cast<const float4*>(a.xs + 8 * j);
+}
+
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
@@ -198,7 +226,7 @@ struct LaneWordsOf<Traits, std::void_t<typename Traits::LaneWords>> {
   using type = typename Traits::LaneWords;
 };
 
-// kTokens (1 or 2) == M; the shape is lane_shape<Traits>(kTokens, kWords). kWords: the format's blocks
+// kTokens (1, 2, or 4 for M = 3, 4) >= M; the shape is lane_shape<Traits>(kTokens, kWords). kWords: the format's blocks
 // are read as aligned words (HasLaneWords; the launch checks that the row's blocks pair into
 // 4-byte-aligned spans): IQ4_NL M=1 12.58 -> 11.42 us, M=2 14.97 -> 14.55 (five word loads per
 // block instead of nine halfword ones).
@@ -273,7 +301,10 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   prefetch_group(group);
   const Codebooks cb = replicated_int8_codebooks<Traits>(smem);
   pdl_wait_for_primary();
-  quantize_into_shared<Act, Traits::kI8Order, kTokens>(a, codes, code_scales);
+  if constexpr (kTokens <= 2)
+    quantize_into_shared<Act, Traits::kI8Order, kTokens>(a, codes, code_scales);
+  else
+    copy_prologue_codes<kTokens>(a, codes, code_scales);
   __syncthreads();
 
   const int lo_half = lane_code_offset(tid, 0), hi_half = lane_code_offset(tid, 1);
@@ -292,16 +323,37 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     // sub-block j of the rows, `step` rounds past w / split_scale / lo / hi
     auto add_sub_block = [&](int j, int step) {
       // the sub-block's activation codes (words 2t, 2t + 1: group t) and scale, per token
-      uint32_t x[kTokens][8];
+      // (four tokens: a half at a time where used, 32 registers of codes at once would spill)
+      constexpr bool kWholeX = kTokens <= 2;
+      uint32_t x[kWholeX ? kTokens : 1][8];
       float x_scale[kTokens];
+      if constexpr (kWholeX) {
 #pragma unroll
-      for (int m = 0; m < kTokens; ++m) {
-        const uint4 l = *reinterpret_cast<const uint4*>(lo + step * 32 * kTeamThreads + m * a.k);
-        const uint4 h = *reinterpret_cast<const uint4*>(hi + step * 32 * kTeamThreads + m * a.k);
-        x[m][0] = l.x, x[m][1] = l.y, x[m][2] = l.z, x[m][3] = l.w;
-        x[m][4] = h.x, x[m][5] = h.y, x[m][6] = h.z, x[m][7] = h.w;
+        for (int m = 0; m < kTokens; ++m) {
+          const uint4 l = *reinterpret_cast<const uint4*>(lo + step * 32 * kTeamThreads + m * a.k);
+          const uint4 h = *reinterpret_cast<const uint4*>(hi + step * 32 * kTeamThreads + m * a.k);
+          x[m][0] = l.x, x[m][1] = l.y, x[m][2] = l.z, x[m][3] = l.w;
+          x[m][4] = h.x, x[m][5] = h.y, x[m][6] = h.z, x[m][7] = h.w;
+        }
       }
-      if constexpr (kTokens == 2) {
+      // four tokens: the 16-byte half of each token's codes that groups t, t + 1 (t even) use, as
+      // one read (8-byte reads of the swizzled layout meet bank conflicts)
+      uint4 x_half[kWholeX ? 1 : kTokens] = {};
+      auto load_half = [&](int t) {
+        if constexpr (!kWholeX)
+#pragma unroll
+          for (int m = 0; m < kTokens; ++m)
+            x_half[m] = *reinterpret_cast<const uint4*>((t < 2 ? lo : hi) + step * 32 * kTeamThreads + m * a.k);
+      };
+      // token m's codes of group t: words 2t, 2t + 1
+      auto x_group = [&](int m, int t) {
+        if constexpr (kWholeX) return make_uint2(x[m][2 * t], x[m][2 * t + 1]);
+        return t & 1 ? make_uint2(x_half[m].z, x_half[m].w) : make_uint2(x_half[m].x, x_half[m].y);
+      };
+      if constexpr (kTokens == 4) {
+        const float4 s = *reinterpret_cast<const float4*>(code_scales + 4 * j);
+        x_scale[0] = s.x, x_scale[1] = s.y, x_scale[2] = s.z, x_scale[3] = s.w;
+      } else if constexpr (kTokens == 2) {
         const float2 s = *reinterpret_cast<const float2*>(code_scales + 2 * j);
         x_scale[0] = s.x, x_scale[1] = s.y;
       } else {
@@ -343,14 +395,17 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
                 dp4a(q.b[1], x[0][2 * t + 1],
                      dp4a(q.a[1], x[0][2 * t + 1], dp4a(q.b[0], x[0][2 * t], dp4a(q.a[0], x[0][2 * t], sum[0][h]))));
           } else {
+            if (t % 2 == 0) load_half(t);
             Int8Group q;
             if constexpr (kWords)
               q = decode_i8_from_words<Traits>(words, t, cb);
             else
               q = decode_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
 #pragma unroll
-            for (int m = 0; m < kTokens; ++m)
-              sum[m][h] = dp4a(q.q[1], x[m][2 * t + 1], dp4a(q.q[0], x[m][2 * t], sum[m][h]));
+            for (int m = 0; m < kTokens; ++m) {
+              const uint2 xm = x_group(m, t);
+              sum[m][h] = dp4a(q.q[1], xm.y, dp4a(q.q[0], xm.x, sum[m][h]));
+            }
           }
         }
 #pragma unroll
@@ -427,7 +482,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
       }
     }
     const int64_t row = group * kRows + index / kTokens;
-    if (store && row < a.n) static_cast<Act*>(a.y)[(index % kTokens) * a.y_row_stride + row] = from_float<Act>(total);
+    if (store && row < a.n && index % kTokens < a.m)
+      static_cast<Act*>(a.y)[(index % kTokens) * a.y_row_stride + row] = from_float<Act>(total);
   }
 }
 

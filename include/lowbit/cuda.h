@@ -31,20 +31,20 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
 // (the MMVQ kernels start reading weights while the kernel before them finishes, sm_90).
 // The int8 arithmetic quantizes the activations once: inside the MMVQ kernel for one or two
 // tokens where the format runs the dp4a kernel there and they fit a block's shared memory, else
-// by a small kernel into a workspace of
-// mmvq_workspace_bytes(t, m, k, math) bytes (0 when the call runs bf16; sized for the second
-// case whichever runs, and unused in the first: mmvq_kernel tells): pass 16-byte aligned
-// device memory of at least that size (also where the dp4a kernel runs), or nullptr to have the
-// call take it stream-ordered from the device's default memory pool (cudaMallocAsync /
-// cudaFreeAsync, CUDA-graph capturable) where the int8 tensor-core kernel runs.
+// by a small kernel into a workspace of mmvq_workspace_bytes(t, m, k, math) bytes (0 when the
+// call runs bf16; sized whichever kernel runs, and unused by the first case): pass 16-byte
+// aligned device memory of at least that size, or nullptr to have the call take it
+// stream-ordered from the device's default memory pool (cudaMallocAsync / cudaFreeAsync,
+// CUDA-graph capturable) where it is read.
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
           int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math = MmvqMath::kAuto,
           void* workspace = nullptr, size_t workspace_bytes = 0);
 
 size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math = MmvqMath::kAuto);
 
-// The MMVQ kernels: dp4a lanes (one or two tokens, the activations quantized inside the kernel),
-// int8 tensor cores (up to 8 tokens, after a kernel that quantizes the activations), bf16
+// The MMVQ kernels: dp4a lanes (up to 4 tokens; one or two quantized inside the kernel, three or
+// four by the quantizing kernel), int8 tensor cores (up to 8 tokens, after a kernel that
+// quantizes the activations), bf16
 // tensor cores (up to 16 tokens: 9 to 16 tokens, MXFP8, math = kBf16, or where the others do
 // not fit).
 enum class MmvqKernel : int { kDp4a = 0, kInt8TensorCores = 1, kBf16TensorCores = 2 };

@@ -30,7 +30,7 @@ struct DeviceFacts {
 // How MMVQ multiplies.
 //   kInt8: weights as their exact int8 codes, activations quantized per token and 32 weights to
 //     int8 (scale amax / 127, round to nearest even: the precision of ggml's q8_1), int32 dot
-//     products (dp4a for one or two tokens where that is faster for the format, tensor cores
+//     products (dp4a for up to four tokens where that is faster for the format, tensor cores
 //     otherwise), scaled into float32. For every type but MXFP8, M <= 8.
 //   kBf16: weights decoded to bf16 (scale * code rounded once), activations rounded to bf16,
 //     float32 accumulation on tensor cores. Every type, M <= 16.

@@ -126,14 +126,20 @@ TEST(CudaApiKernels, MmvqKernelChoice) {
   using K = cuda::MmvqKernel;
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 1), K::kDp4a);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 2), K::kDp4a);
-  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 3), K::kInt8TensorCores);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 3), K::kDp4a);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 4), K::kDp4a);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 5), K::kInt8TensorCores);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::Q8_0, 4096, 14336, 4), K::kInt8TensorCores);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 8), K::kInt8TensorCores);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 9), K::kBf16TensorCores);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 4096, 14336, 1, MmvqMath::kBf16), K::kBf16TensorCores);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ3_S, 4096, 14336, 2), K::kInt8TensorCores);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::MXFP8_E4M3, 4096, 14336, 1), K::kBf16TensorCores);
-  // two tokens' int8 activations at K = 131072 (294 KB) fit no block's shared memory
+  // two tokens' int8 activations at K = 131072 (294 KB) fit no block's shared memory, nor four
+  // tokens' at K = 57344 (236 KB)
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 67, 131072, 2), K::kInt8TensorCores);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 67, 57344, 4), K::kInt8TensorCores);
+  EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 67, 28672, 4), K::kDp4a);
 }
 
 TEST(CudaApiErrors, NameTheArgument) {

@@ -126,7 +126,7 @@ def test_int8_mmvq_equals_its_arithmetic(qtype: QuantType, rng: np.random.Genera
             x_all = (torch.from_numpy(rng.standard_normal((8, k // 32, 32)).astype(np.float32)) * scale).reshape(8, k)
             x_all[1, -32:] = 0.0  # an all-zero sub-block (amax = 0)
             x_all = x_all.to(dtype)
-            for m in (1, 2, 3, 5, 8):
+            for m in (1, 2, 3, 4, 5, 8):
                 x = x_all[:m].contiguous()
                 ref = q8_activations(x) @ wf.T
                 y = torch.ops.lowbit.mmvq(x.to(dev), wd, int(qtype), scales=sd, math="int8")
@@ -139,7 +139,8 @@ def test_few_token_mmvq_over_many_row_groups(qtype: QuantType, rng: np.random.Ge
     """A weight tall enough that every team of the dp4a kernel (one block per SM, 32 warps) takes
     at least three row groups in turn (its partial-sum sets reused), with a row tail and a last
     round of sub-blocks that leaves threads idle: K = 4352 is 136 sub-blocks. M = 1 and 2 run
-    there for all three types."""
+    there for all three types, M = 3 and 4 for IQ4_XS and IQ1_S (the kernel of four tokens, one row
+    per warp)."""
     dev = device()
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     # rows one pass of the grid covers: 32 one-row warps or 16 two-row teams per SM
@@ -147,8 +148,8 @@ def test_few_token_mmvq_over_many_row_groups(qtype: QuantType, rng: np.random.Ge
     w, s = random_weight(qtype, n, k, rng)
     wf = lowbit.dequantize(w, qtype, scales=s).double()
     wd, sd = w.to(dev), None if s is None else s.to(dev)
-    x = torch.from_numpy(rng.standard_normal((2, k)).astype(np.float32))
-    for m in (1, 2):
+    x = torch.from_numpy(rng.standard_normal((4, k)).astype(np.float32))
+    for m in (1, 2, 3, 4):
         ref = q8_activations(x[:m]) @ wf.T
         xd = x[:m].to(dev)
         y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd, math="int8"), (m, n), torch.float32)  # noqa: B023 (called at once)

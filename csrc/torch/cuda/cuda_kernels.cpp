@@ -69,13 +69,10 @@ at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tenso
   if (math == MmvqMath::kAuto && p.m > kMmvqInt8MaxTokens) math = MmvqMath::kBf16;
   for (int64_t m0 = 0; m0 < p.m; m0 += kMmvqMaxTokens) {
     const int64_t mt = std::min<int64_t>(kMmvqMaxTokens, p.m - m0);
-    // the int8 arithmetic's scratch from torch's caching allocator (stream-ordered, graph-safe);
-    // only the int8 tensor-core kernel reads it (the dp4a kernel quantizes the activations itself)
-    const size_t ws_bytes = translate_errors([&] {
-      return cuda::mmvq_kernel(p.w.type, p.w.rows, p.w.k, mt, math) == cuda::MmvqKernel::kInt8TensorCores
-                 ? cuda::mmvq_workspace_bytes(p.w.type, mt, p.w.k, math)
-                 : size_t{0};
-    });
+    // the int8 arithmetic's scratch from torch's caching allocator (stream-ordered, graph-safe),
+    // whichever kernel runs (the dp4a kernel at one or two tokens leaves it unread): asking which
+    // one would plan the call twice
+    const size_t ws_bytes = translate_errors([&] { return cuda::mmvq_workspace_bytes(p.w.type, mt, p.w.k, math); });
     const at::Tensor ws =
         ws_bytes > 0 ? at::empty({static_cast<int64_t>(ws_bytes)}, x.options().dtype(at::kByte)) : at::Tensor();
     translate_errors([&] {
