@@ -482,7 +482,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
       }
     }
     const int64_t row = group * kRows + index / kTokens;
-    if (store && row < a.n && index % kTokens < a.m)
+    // (the kernel of four tokens serves M = 3 too; below that kTokens == M)
+    if (store && row < a.n && (kTokens <= 2 || index % kTokens < a.m))
       static_cast<Act*>(a.y)[(index % kTokens) * a.y_row_stride + row] = from_float<Act>(total);
   }
 }
