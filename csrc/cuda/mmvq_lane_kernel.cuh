@@ -38,7 +38,7 @@ namespace lowbit::cuda_detail {
 // tokens 14.0-15.4 us against 15.1-15.9 for two rows per two warps); pairs for IQ1_S, IQ1_M,
 // IQ2_XXS, IQ2_XS, IQ2_S and IQ3_XXS at one token (and IQ3_S where it reads words), IQ2_XXS and
 // IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on tensor cores. Three or four tokens (the
-// kernel of four): one row per warp, 3-21% faster than the tensor cores for every I-quant and
+// kernel of four): one row per warp, 1.01-1.25x faster than the tensor cores for every I-quant and
 // Q5_0 (twelfth session; 8-byte activation reads of the swizzled codes, which meet 2-way bank
 // conflicts, had made them 1.1-1.5x slower).
 struct LaneShape {
