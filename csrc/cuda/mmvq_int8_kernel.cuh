@@ -246,8 +246,8 @@ void launch_programmatic(unsigned blocks, int threads, int smem, cudaStream_t st
   launch_checked(name, cudaLaunchKernelEx(&config, kKernel, args...));
 }
 
-// Quantizes the activations into a.xq / a.xs: the int8 prologue every tensor-core int8 MMVQ
-// kernel reads.
+// Quantizes the activations into a.xq / a.xs: the int8 prologue that every tensor-core int8 MMVQ
+// kernel and the dp4a kernel of four tokens read.
 template <class Traits, class Act>
 void launch_int8_prologue(const MmvqArgs& a, cudaStream_t stream) {
   const int64_t threads = a.k;  // 8 tokens x K / 8 groups
@@ -336,7 +336,7 @@ void launch_mmvq_lane_as(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t s
 }
 
 // Which MMVQ kernel serves one weight type, and its launch shape (MmvqPlan, launch.h): where the
-// format has an int8 form (and `math`, already resolved, is not bf16), dp4a lanes at M = 1 and 2
+// format has an int8 form (and `math`, already resolved, is not bf16), dp4a lanes at M = 1 to 4
 // where lane_shape says they are faster and the activations fit a block's shared memory, int8
 // tensor cores up to M = 8 where a warp's ring fits; bf16 tensor cores otherwise (and for MXFP8,
 // and beyond 8 tokens).

@@ -136,7 +136,7 @@ TEST(CudaApiKernels, MmvqKernelChoice) {
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ3_S, 4096, 14336, 2), K::kInt8TensorCores);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::MXFP8_E4M3, 4096, 14336, 1), K::kBf16TensorCores);
   // two tokens' int8 activations at K = 131072 (294 KB) fit no block's shared memory, nor four
-  // tokens' at K = 57344 (236 KB)
+  // tokens' at K = 57344 (258 KB)
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 67, 131072, 2), K::kInt8TensorCores);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 67, 57344, 4), K::kInt8TensorCores);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 67, 28672, 4), K::kDp4a);
