@@ -85,8 +85,9 @@ constexpr LaneShape lane_shape(int tokens, bool words = true) {
     const int ahead = t == QuantType::IQ4_XS || t == QuantType::IQ4_NL || t == QuantType::IQ1_M ? 0
                       : grids && t != QuantType::IQ3_XXS                                        ? 2
                                                                                                 : 1;
-    // 64-bit code reads with the addends: 11.05 -> 10.92 us (0.1 us slower before the addends)
-    if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/true, false, false, ahead};
+    // 64-bit code reads with the addends: 11.05 -> 10.92 us (0.1 us slower before the addends);
+    // through lane words (8 fewer instructions per pair) 10.77 -> 10.83: not taken
+    if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/true, false, false, ahead, /*words=*/false};
     // IQ3_S through words in pairs, the next pair prefetched, with split signs: 17.2 -> 14.6 us (split
     // signs alone 15.5); reading whole blocks ptxas spills 104 bytes in that loop: not there
     if (t == QuantType::IQ3_S && words) return {2, 2, true, true, /*split_signs=*/true, false, 2};
@@ -94,7 +95,7 @@ constexpr LaneShape lane_shape(int tokens, bool words = true) {
     return {2, 2, grids, true, /*split_signs=*/t == QuantType::IQ3_XXS || t == QuantType::IQ2_XXS, false, ahead};
   }
   if (tokens == 2) {
-    if (t == QuantType::IQ4_XS) return {1, 1, true};
+    if (t == QuantType::IQ4_XS) return {1, 1, true};  // lane words: 13.95 -> 13.59 us
     if (t == QuantType::IQ3_S || t == QuantType::Q8_0) return {0, 0, false};
     if (t == QuantType::IQ1_M) return {2, 2, false, true, false, /*select_prefetch=*/true};
     if (t == QuantType::IQ2_S) return {2, 2, false, true, false, false, 1, /*words=*/false};
@@ -102,9 +103,11 @@ constexpr LaneShape lane_shape(int tokens, bool words = true) {
   }
   if (tokens == 4) {  // (three or four tokens; the activations from the prologue's workspace)
     // one row per warp, in pairs for IQ4_XS (17.7 -> 17.4 us) and IQ1_M (18.5 -> 18.0); MXFP4 and
-    // Q8_0 stay on tensor cores (26.0 / 27.5 against 22.5 / 24.5), MXFP4_SPLIT unmeasured
+    // Q8_0 stay on tensor cores (26.0 / 27.5 against 22.5 / 24.5), MXFP4_SPLIT unmeasured. IQ4_XS
+    // through lane words: 17.19 -> 17.46 (ptxas spills 8 bytes there): not taken
     if (t == QuantType::MXFP4 || t == QuantType::Q8_0 || t == QuantType::MXFP4_SPLIT) return {0, 0, false};
-    return {1, 1, t == QuantType::IQ4_XS || t == QuantType::IQ1_M};
+    const bool pairs = t == QuantType::IQ4_XS || t == QuantType::IQ1_M;
+    return {1, 1, pairs, true, false, false, 1, /*words=*/t != QuantType::IQ4_XS};
   }
   return {0, 0, false};
 }

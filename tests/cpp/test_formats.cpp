@@ -278,8 +278,8 @@ TEST(Int8Form, LaneWordsEqualTheBlockReads) {
   }
   LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_LANE_WORDS)
 #undef LOWBIT_CHECK_LANE_WORDS
-  // IQ4_NL, IQ2_XXS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (not IQ2_XS, Q5_0, Q8_0)
-  EXPECT_EQ(formats, 7);
+  // IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (not IQ2_XS, Q5_0, Q8_0)
+  EXPECT_EQ(formats, 8);
 }
 
 // dp4a as the hardware computes it: the four signed bytes of a times those of b, summed.

@@ -67,6 +67,14 @@ struct Iq4nlWords {
   uint32_t d;      // the fp16 scale bits
 };
 
+// An IQ4_XS sub-block as the dp4a MMVQ reads it (all.h, HasLaneWords): its 16 code bytes as two
+// 64-bit loads from one address per sub-block, the block's head as a third.
+struct Iq4xsWords {
+  uint32_t qs[4];  // the sub-block's 16 code bytes
+  uint32_t head;   // d | scales_h << 16
+  uint32_t ls;     // the sub-block's 6-bit scale
+};
+
 // Group g of a 32-weight nibble run at `qs`: weights 8g..8g+7 (bytes 8(g&1).., nibble g>>1).
 template <int kAlign>
 LOWBIT_HD void nibble_run_words(const uint8_t* qs, int g, uint32_t& w0, uint32_t& w1) {
@@ -173,14 +181,14 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
   // only (load_weight_words2 is a read-only-cache load)
   LOWBIT_HD static Int8Group decode_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
     uint32_t w[2];
-    load_weight_words2(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 8 * ((g >> 1) & 1), w[0], w[1]);
+    load_weight_words2(b.bytes + lane_anchor(g >> 2) + 8 * ((g >> 1) & 1), w[0], w[1]);
     return detail::iq4nl_i8(w[g & 1], cb);
   }
 
   // decode_i8_whole_sub as addends (the dp4a MMVQ at one token, with whole-sub-block reads)
   LOWBIT_HD static Int8Addends decode_i8_addends_whole_sub(BlockRef b, int g, const Codebooks& cb) {
     uint32_t w[2];
-    load_weight_words2(b.bytes + offsetof(Block, qs) + 16 * (g >> 2) + 8 * ((g >> 1) & 1), w[0], w[1]);
+    load_weight_words2(b.bytes + lane_anchor(g >> 2) + 8 * ((g >> 1) & 1), w[0], w[1]);
     return detail::iq4nl_i8_addends(w[g & 1], cb);
   }
 
@@ -188,6 +196,30 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
 
   // all.h: sub-block s's code bytes
   LOWBIT_HD static constexpr int lane_anchor(int s) { return static_cast<int>(offsetof(Block, qs)) + 16 * s; }
+
+  // The dp4a MMVQ's word read (all.h, HasLaneWords; 8-byte-aligned blocks: `odd` is always false).
+  // Through lane_anchor's pointer ptxas formed some code addresses anew each round (the anchor
+  // subtracted for the block, then added back, did not fold) and split the 64-bit code loads.
+  using LaneWords = detail::Iq4xsWords;
+  LOWBIT_HD static LaneWords lane_words(const uint8_t* block, int sub, bool) {
+    LaneWords r;
+    const uint8_t* qs = block + offsetof(Block, qs) + 16 * sub;
+    load_weight_words2(qs, r.qs[0], r.qs[1]);
+    load_weight_words2(qs + 8, r.qs[2], r.qs[3]);
+    uint32_t scales_l;
+    load_weight_words2(block, r.head, scales_l);
+    r.ls = ((scales_l >> (4 * sub)) & 0xFu) | (((r.head >> (16 + 2 * sub)) & 3u) << 4);
+    return r;
+  }
+  LOWBIT_HD static Int8Group decode_i8_from(const LaneWords& p, int g, const Codebooks& cb) {
+    return detail::iq4nl_i8(p.qs[g], cb);
+  }
+  LOWBIT_HD static Int8Addends decode_i8_addends_from(const LaneWords& p, int g, const Codebooks& cb) {
+    return detail::iq4nl_i8_addends(p.qs[g], cb);
+  }
+  LOWBIT_HD static float scale_i8_from(const LaneWords& p, int) {
+    return fp16_to_float(static_cast<uint16_t>(p.head & 0xFFFFu)) * static_cast<float>(static_cast<int>(p.ls) - 32);
+  }
 };
 
 }  // namespace lowbit
