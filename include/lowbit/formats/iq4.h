@@ -148,15 +148,22 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq4_xs";
 
+  // The 6-bit scale ls of sub-block ib from the block's first 8 bytes: head = d | scales_h << 16,
+  // then scales_l[0..3]; its scale is d * (ls - 32).
+  LOWBIT_HD static uint32_t sub_ls(uint32_t head, uint32_t scales_l, int ib) {
+    return ((scales_l >> (4 * ib)) & 0xFu) | (((head >> (16 + 2 * ib)) & 3u) << 4);
+  }
+  LOWBIT_HD static float ls_scale(uint32_t head, uint32_t ls) {
+    return fp16_to_float(static_cast<uint16_t>(head & 0xFFFFu)) * static_cast<float>(static_cast<int>(ls) - 32);
+  }
+
   // d * (ls - 32) of 32-weight sub-block ib
   LOWBIT_HD static float sub_scale(BlockRef b, int ib) {
     static_assert(offsetof(Block, scales_h) == 2 && offsetof(Block, scales_l) == 4, "d, scales_h, scales_l: 8 bytes");
-    // d | scales_h << 16, and scales_l[0..3]: one 64-bit load (generic: blocks may sit in shared memory)
+    // one 64-bit load (generic: blocks may sit in shared memory)
     const uint64_t first = load_u64<8>(b.bytes);
-    const auto head = static_cast<uint32_t>(first), scales_l = static_cast<uint32_t>(first >> 32);
-    const uint32_t low = (scales_l >> (4 * ib)) & 0xFu;
-    const int ls = static_cast<int>(low | (((head >> (16 + 2 * ib)) & 3u) << 4));
-    return fp16_to_float(static_cast<uint16_t>(head & 0xFFFFu)) * static_cast<float>(ls - 32);
+    const auto head = static_cast<uint32_t>(first);
+    return ls_scale(head, sub_ls(head, static_cast<uint32_t>(first >> 32), ib));
   }
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks&) {
@@ -208,7 +215,7 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
     load_weight_words2(qs + 8, r.qs[2], r.qs[3]);
     uint32_t scales_l;
     load_weight_words2(block, r.head, scales_l);
-    r.ls = ((scales_l >> (4 * sub)) & 0xFu) | (((r.head >> (16 + 2 * sub)) & 3u) << 4);
+    r.ls = sub_ls(r.head, scales_l, sub);
     return r;
   }
   LOWBIT_HD static Int8Group decode_i8_from(const LaneWords& p, int g, const Codebooks& cb) {
@@ -217,9 +224,7 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
   LOWBIT_HD static Int8Addends decode_i8_addends_from(const LaneWords& p, int g, const Codebooks& cb) {
     return detail::iq4nl_i8_addends(p.qs[g], cb);
   }
-  LOWBIT_HD static float scale_i8_from(const LaneWords& p, int) {
-    return fp16_to_float(static_cast<uint16_t>(p.head & 0xFFFFu)) * static_cast<float>(static_cast<int>(p.ls) - 32);
-  }
+  LOWBIT_HD static float scale_i8_from(const LaneWords& p, int) { return ls_scale(p.head, p.ls); }
 };
 
 }  // namespace lowbit
