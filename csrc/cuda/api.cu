@@ -147,6 +147,21 @@ cuda_detail::MmvqPlan plan_for(QuantType t, int64_t n, int64_t k, int64_t m, Mmv
   return plan;
 }
 
+// The plan of a call with these sizes, its arguments checked as mmvq checks them (the route queries).
+cuda_detail::MmvqPlan checked_plan(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math) {
+  weight_type_info(static_cast<int64_t>(t), "qtype");
+  row_bytes(t, k, "k");
+  LOWBIT_CHECK(n >= 0, "w: rows/N must be >= 0, got ", n);
+  check_mmvq_math(t, m, math);
+  return plan_for(t, n, k, m, resolve_mmvq_math(t, m, math));
+}
+
+// Whether a call reads the int8 workspace: where the prologue kernel fills it (tensor cores; dp4a
+// at three or four tokens).
+bool reads_workspace(QuantType t, int64_t m, int64_t k, MmvqMath run, const cuda_detail::MmvqPlan& plan) {
+  return mmvq_workspace_bytes(t, m, k, run) > 0 && plan.int8_prologue;
+}
+
 }  // namespace
 
 const char* mmvq_kernel_name(MmvqKernel kernel) {
@@ -162,11 +177,12 @@ const char* mmvq_kernel_name(MmvqKernel kernel) {
 }
 
 MmvqKernel mmvq_kernel(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math) {
-  weight_type_info(static_cast<int64_t>(t), "qtype");
-  row_bytes(t, k, "k");
-  LOWBIT_CHECK(n >= 0, "w: rows/N must be >= 0, got ", n);
-  check_mmvq_math(t, m, math);
-  return plan_for(t, n, k, m, resolve_mmvq_math(t, m, math)).kernel;
+  return checked_plan(t, n, k, m, math).kernel;
+}
+
+bool mmvq_reads_workspace(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math) {
+  const cuda_detail::MmvqPlan plan = checked_plan(t, n, k, m, math);
+  return reads_workspace(t, m, k, resolve_mmvq_math(t, m, math), plan);
 }
 
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
@@ -212,11 +228,10 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
       if (ptr != nullptr) cudaFreeAsync(ptr, stream);
     }
   } owned{nullptr, stream};
-  // The workspace is read where the int8 prologue fills it (tensor cores; dp4a at three or four
-  // tokens); the dp4a kernel quantizes one or two tokens itself. mmvq_workspace_bytes sizes it for
-  // callers that do not know the route; the plan decides it here and is the one launch_mmvq runs.
+  // mmvq_workspace_bytes sizes the workspace for callers that do not know the route; the plan
+  // decides whether it is read here and is the one launch_mmvq runs.
   const cuda_detail::MmvqPlan plan = plan_for(t, n, k, m, run);
-  const bool uses_workspace = need > 0 && plan.int8_prologue;
+  const bool uses_workspace = reads_workspace(t, m, k, run, plan);
   if (uses_workspace && workspace == nullptr) {
     const cudaError_t err = cudaMallocAsync(&owned.ptr, need, stream);
     LOWBIT_CHECK(err == cudaSuccess, "mmvq: cannot allocate its ", need, " byte workspace: ", cudaGetErrorString(err));

@@ -250,6 +250,8 @@ void launch_programmatic(unsigned blocks, int threads, int smem, cudaStream_t st
 // kernel and the dp4a kernel of four tokens read.
 template <class Traits, class Act>
 void launch_int8_prologue(const MmvqArgs& a, cudaStream_t stream) {
+  LOWBIT_CHECK(a.xq != nullptr && a.xs != nullptr,
+               "mmvq: the int8 prologue runs without its activation workspace (route mismatch)");
   const int64_t threads = a.k;  // 8 tokens x K / 8 groups
   constexpr auto kernel = &quantize_activations_kernel<Act, Traits::kI8Order>;
   launch_programmatic<kernel>(static_cast<unsigned>((threads + 255) / 256), 256, 0, stream, "mmvq (int8 activations)",
@@ -272,8 +274,6 @@ void launch_mmvq_int8_as(const MmvqArgs& a, int warps, cudaStream_t stream) {
   static_assert(Traits::kI8ScaleElems == 32 || (Traits::kI8Order == I8Order::kContiguous && Tl::kBlocksPerUnit == 1),
                 "16-weight scales: lanes t < 2 must hold the first half of a sub-block of a 256-weight block");
   constexpr auto kernel = &mmvq_int8_kernel<Traits, Act, kMaxTokens>;
-  LOWBIT_CHECK(a.xq != nullptr && a.xs != nullptr,
-               "mmvq: the int8 tensor-core kernel runs without its activation workspace (route mismatch)");
   const DeviceLimits& limits = current_device_limits();
   const int smem_max = Tl::smem_bytes(Tl::kMaxWarps) < limits.shared_per_block_optin ? Tl::smem_bytes(Tl::kMaxWarps)
                                                                                      : limits.shared_per_block_optin;
@@ -323,11 +323,7 @@ void launch_lane_kernel(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t st
 
 template <class Traits, class Act, int kTokens>
 void launch_mmvq_lane_as(const MmvqArgs& a, const LaneGrid& grid, cudaStream_t stream) {
-  if constexpr (kTokens > 2) {
-    LOWBIT_CHECK(a.xq != nullptr && a.xs != nullptr,
-                 "mmvq: the four-token dp4a kernel runs without its activation workspace (route mismatch)");
-    launch_int8_prologue<Traits, Act>(a, stream);
-  }
+  if constexpr (kTokens > 2) launch_int8_prologue<Traits, Act>(a, stream);
   if constexpr (HasLaneWords<Traits>::value && lane_shape<Traits>(kTokens).words) {
     if (blocks_pair_aligned<Traits>(a))
       return launch_lane_kernel<&mmvq_lane_kernel<Traits, Act, kTokens, true>>(a, grid, stream);
@@ -364,7 +360,10 @@ MmvqPlan plan_mmvq(int64_t n, int64_t k, int64_t m, MmvqMath math) {
                       : m == 2 ? int8_mma_warps<Traits, 2>(k, limits)
                       : m <= 4 ? int8_mma_warps<Traits, 4>(k, limits)
                                : int8_mma_warps<Traits, 8>(k, limits);
-    if (plan.int8_warps > 0) plan.kernel = cuda::MmvqKernel::kInt8TensorCores, plan.int8_prologue = true;
+    if (plan.int8_warps > 0) {
+      plan.kernel = cuda::MmvqKernel::kInt8TensorCores;
+      plan.int8_prologue = true;
+    }
   }
   return plan;
 }

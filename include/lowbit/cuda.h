@@ -32,10 +32,10 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
 // The int8 arithmetic quantizes the activations once: inside the MMVQ kernel for one or two
 // tokens where the format runs the dp4a kernel there and they fit a block's shared memory, else
 // by a small kernel into a workspace of mmvq_workspace_bytes(t, m, k, math) bytes (0 when the
-// call runs bf16; sized whichever kernel runs, and unused by the first case): pass 16-byte
-// aligned device memory of at least that size, or nullptr to have the call take it
-// stream-ordered from the device's default memory pool (cudaMallocAsync / cudaFreeAsync,
-// CUDA-graph capturable) where it is read.
+// call runs bf16; sized whichever kernel runs, and unused by the first case, which
+// mmvq_reads_workspace tells apart): pass 16-byte aligned device memory of at least that size, or
+// nullptr to have the call take it stream-ordered from the device's default memory pool
+// (cudaMallocAsync / cudaFreeAsync, CUDA-graph capturable) where it is read.
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
           int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math = MmvqMath::kAuto,
           void* workspace = nullptr, size_t workspace_bytes = 0);
@@ -55,5 +55,10 @@ const char* mmvq_kernel_name(MmvqKernel kernel);  // "dp4a", "int8_tensor_cores"
 // for N = 0, where mmvq launches nothing, the kernel a non-empty call would run). Checks the
 // type, K and M as mmvq does.
 MmvqKernel mmvq_kernel(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math = MmvqMath::kAuto);
+
+// Whether mmvq(t, w, n, k, ..., m, ..., math) on the current device reads its workspace (the int8
+// activations' prologue runs: int8 tensor cores, or dp4a at three or four tokens), so that a
+// caller allocates mmvq_workspace_bytes only then. Checks its arguments as mmvq_kernel does.
+bool mmvq_reads_workspace(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math = MmvqMath::kAuto);
 
 }  // namespace lowbit::cuda

@@ -140,6 +140,14 @@ TEST(CudaApiKernels, MmvqKernelChoice) {
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 67, 131072, 2), K::kInt8TensorCores);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 67, 57344, 4), K::kInt8TensorCores);
   EXPECT_EQ(cuda::mmvq_kernel(QuantType::IQ4_XS, 67, 28672, 4), K::kDp4a);
+  // the workspace is read where the int8 prologue runs: tensor cores, dp4a at three or four tokens
+  EXPECT_FALSE(cuda::mmvq_reads_workspace(QuantType::IQ4_XS, 4096, 14336, 1));
+  EXPECT_FALSE(cuda::mmvq_reads_workspace(QuantType::IQ4_XS, 4096, 14336, 2));
+  EXPECT_TRUE(cuda::mmvq_reads_workspace(QuantType::IQ4_XS, 4096, 14336, 3));
+  EXPECT_TRUE(cuda::mmvq_reads_workspace(QuantType::IQ4_XS, 4096, 14336, 8));
+  EXPECT_TRUE(cuda::mmvq_reads_workspace(QuantType::IQ3_S, 4096, 14336, 2));
+  EXPECT_FALSE(cuda::mmvq_reads_workspace(QuantType::IQ4_XS, 4096, 14336, 4, MmvqMath::kBf16));
+  EXPECT_FALSE(cuda::mmvq_reads_workspace(QuantType::MXFP8_E4M3, 4096, 14336, 4));
 }
 
 TEST(CudaApiErrors, NameTheArgument) {

@@ -70,9 +70,12 @@ at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tenso
   for (int64_t m0 = 0; m0 < p.m; m0 += kMmvqMaxTokens) {
     const int64_t mt = std::min<int64_t>(kMmvqMaxTokens, p.m - m0);
     // the int8 arithmetic's scratch from torch's caching allocator (stream-ordered, graph-safe),
-    // whichever kernel runs (the dp4a kernel at one or two tokens leaves it unread): asking which
-    // one would plan the call twice
-    const size_t ws_bytes = translate_errors([&] { return cuda::mmvq_workspace_bytes(p.w.type, mt, p.w.k, math); });
+    // only where the call reads it (not the dp4a kernel at one or two tokens)
+    const size_t ws_bytes = translate_errors([&] {
+      return cuda::mmvq_reads_workspace(p.w.type, p.w.rows, p.w.k, mt, math)
+                 ? cuda::mmvq_workspace_bytes(p.w.type, mt, p.w.k, math)
+                 : size_t{0};
+    });
     const at::Tensor ws =
         ws_bytes > 0 ? at::empty({static_cast<int64_t>(ws_bytes)}, x.options().dtype(at::kByte)) : at::Tensor();
     translate_errors([&] {
