@@ -46,7 +46,7 @@ const char* dense_kernel_name(DenseKernel k) {
 DenseKernel parse_dense_kernel(const std::string& name, const char* arg) {
   for (DenseKernel k : {DenseKernel::kMmvq, DenseKernel::kMmq, DenseKernel::kDequantMatmul, DenseKernel::kCpuReference})
     if (name == dense_kernel_name(k)) return k;
-  detail::fail(arg, ": unknown kernel \"", name, "\" (auto, mmvq, dequant_matmul, cpu_reference)");
+  detail::fail(arg, ": unknown kernel \"", name, "\" (auto, mmvq, mmq, dequant_matmul, cpu_reference)");
 }
 
 const char* mmvq_math_name(MmvqMath math) {
