@@ -241,6 +241,7 @@ __global__ void __launch_bounds__(256, 1) mmq_wgmma_kernel(MmqArgs a, int64_t k_
 }
 
 // y[m, n] = the splits' partial sums added in split order.
+template <class Out>
 __global__ void __launch_bounds__(256) mmq_reduce_splits(MmqArgs a, int64_t k_pad, int splits) {
   const float* partial = reinterpret_cast<const float*>(a.workspace + a.m * k_pad * 2);
   const int64_t total = a.m * a.n;
@@ -249,7 +250,7 @@ __global__ void __launch_bounds__(256) mmq_reduce_splits(MmqArgs a, int64_t k_pa
     float sum = 0.0f;
     for (int s = 0; s < splits; ++s) sum += partial[s * total + i];
     const int64_t m = i / a.n;
-    store_output(a, m, i - m * a.n, sum);
+    static_cast<Out*>(a.y)[m * a.y_row_stride + (i - m * a.n)] = from_float<Out>(sum);
   }
 }
 
@@ -302,7 +303,12 @@ void launch_mmq(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
   if (c.splits > 1) {
     const int64_t total = a.m * a.n;
     const unsigned rblocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 65535 * 16));
-    mmq_reduce_splits<<<rblocks, 256, 0, stream>>>(a, c.k_pad, c.splits);
+    if (a.y_type == FloatType::F32)
+      mmq_reduce_splits<float><<<rblocks, 256, 0, stream>>>(a, c.k_pad, c.splits);
+    else if (a.y_type == FloatType::BF16)
+      mmq_reduce_splits<__nv_bfloat16><<<rblocks, 256, 0, stream>>>(a, c.k_pad, c.splits);
+    else
+      mmq_reduce_splits<__half><<<rblocks, 256, 0, stream>>>(a, c.k_pad, c.splits);
     check_launch("mmq (split sums)");
   }
 }
