@@ -17,14 +17,15 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
   c.rows_per_tile = 128;
   // The smallest wgmma N that holds the tokens: fewer padded tokens below 128, and past 128 the
   // 128-token tile (64 accumulators per thread) keeps registers for the decode.
-  c.tokens_per_tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
+  c.tokens_per_tile = m <= 16 ? 16 : m <= 32 ? 32 : 64;
   c.k_pad = (k + 255) / 256 * 256;
   const int64_t units = c.k_pad / 256;
   const int64_t tiles = ((n + c.rows_per_tile - 1) / c.rows_per_tile) * ((m + c.tokens_per_tile - 1) / c.tokens_per_tile);
-  // One block per multiprocessor (the kernel's shared memory): split K while the tiles alone
-  // leave multiprocessors idle, into at least 4 units per split and within the partial buffer.
+  // One block per multiprocessor (two for 16-token tiles: the kernel's shared memory): split K
+  // while the tiles alone leave block slots idle, into at least 4 units per split and within the
+  // partial buffer.
   int64_t splits = 1;
-  const int64_t sms = std::max(device.multiprocessors, 1);
+  const int64_t sms = std::max(device.multiprocessors, 1) * (c.tokens_per_tile == 16 ? 2 : 1);
   if (tiles > 0 && tiles < sms) {
     splits = sms / tiles;
     splits = std::min<int64_t>(splits, std::max<int64_t>(units / 4, 1));

@@ -1,6 +1,6 @@
 // MMQ on Hopper: y = x W^T for many tokens on the quantized weight, never materializing it.
 //
-// A block owns 128 weight rows (two warpgroups of 64) and a tile of T tokens (16 .. 128) over a
+// A block owns 128 weight rows (two warpgroups of 64) and a tile of T tokens (16 .. 64) over a
 // range of K (the whole K, or one split of it). K advances in units of 256 weights through a ring
 // of shared-memory stages filled with cp.async by the whole block: the raw GGUF bytes of the
 // unit's 128 rows (each warp copies its own 16 rows as the bf16 MMVQ does: RowStager) and the
@@ -10,7 +10,7 @@
 // [8t, 8t + 8) of each 32-weight span for rows g and g + 8, which is the fragment once the
 // activations are stored in the matching K order (mmq_permuted_source). A prologue kernel writes
 // that order once per call, so the main loop moves activations with plain 16-byte copies. Decode
-// of one 64-weight slice overlaps the wgmma of the slice before. With a split K, blocks write
+// of one 64-weight slice overlaps the wgmma of the slice before, across units too. With a split K, blocks write
 // float32 partial sums that a second kernel adds in a fixed order (deterministic).
 #pragma once
 
@@ -87,10 +87,16 @@ struct MmqTiling {
   static constexpr int kWeightBytes = kWarps * Rows::kStageBytes;
   static constexpr int kStageBytes = (kActBytes + kWeightBytes + 1023) / 1024 * 1024;
   static constexpr int kCodebookBytes = (CodebookTable<Traits::kCodebook>::kBytes + 1023) / 1024 * 1024;
-  static constexpr int kBudget = 227 * 1024 - 1024;  // the opt-in limit less the alignment slack
+  // Two blocks per multiprocessor where three stages of a 16-token tile fit half of shared memory
+  // (more warps to hide each one's decode -> wgmma chain), else one block with up to four stages.
+  static constexpr int kHalfBudget = 113 * 1024 - 1024;
+  static constexpr bool kTwoBlocks = kTokens <= 16 && kCodebookBytes + 3 * kStageBytes <= kHalfBudget;
+  static constexpr int kBlocksPerSm = kTwoBlocks ? 2 : 1;
+  static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
   static constexpr int kStages = kFit > 4 ? 4 : kFit;
-  static_assert(kStages >= 2, "two stages fit shared memory");
+  // the slot of unit u - 2 is refilled while unit u - 1's last wgmma may still read its own
+  static_assert(kStages >= 3, "three stages fit shared memory");
   static constexpr int kSmemBytes = 1024 + kCodebookBytes + kStages * kStageBytes;
 };
 
@@ -112,7 +118,8 @@ __device__ __forceinline__ void store_output(const MmqArgs& a, int64_t m, int64_
 }
 
 template <class Traits, int kTokens>
-__global__ void __launch_bounds__(256, 1) mmq_wgmma_kernel(MmqArgs a, int64_t k_pad, int splits) {
+__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
+    mmq_wgmma_kernel(MmqArgs a, int64_t k_pad, int splits) {
   using Tl = MmqTiling<Traits, kTokens>;
   using Rows = typename Tl::Rows;
   extern __shared__ uint8_t smem_raw[];
@@ -203,9 +210,13 @@ __global__ void __launch_bounds__(256, 1) mmq_wgmma_kernel(MmqArgs a, int64_t k_
     }
   };
 
-  // cp.async groups stay one per unit (empty ones past the end) so the wait counts are uniform
+  // Units in flight: kStages - 2 ahead of the one computed. The wgmma of a unit's last slice is
+  // still running when the next unit starts; the first slice's wait of unit u - 1 retires it, so
+  // after the barrier of unit u every warp is done with the slot of unit u - 2, which is refilled
+  // then. cp.async groups stay one per unit (empty past the end) so the wait counts are uniform.
+  constexpr int kAhead = Tl::kStages - 2;
 #pragma unroll
-  for (int i = 0; i < Tl::kStages - 1; ++i) {
+  for (int i = 0; i < kAhead; ++i) {
     if (u_begin + i < u_end)
       stage(u_begin + i, i);
     else
@@ -213,18 +224,17 @@ __global__ void __launch_bounds__(256, 1) mmq_wgmma_kernel(MmqArgs a, int64_t k_
   }
   for (int u = u_begin; u < u_end; ++u) {
     const int i = u - u_begin;
-    if (u + Tl::kStages - 1 < u_end)
-      stage(u + Tl::kStages - 1, (i + Tl::kStages - 1) % Tl::kStages);
+    cp_async_wait<kAhead - 1>();
+    fence_shared_for_async_proxy();
+    __syncthreads();  // unit u's stage (and the codebook) visible to every warp; unit u - 2 retired
+    if (u + kAhead < u_end)
+      stage(u + kAhead, (i + kAhead) % Tl::kStages);
     else
       cp_async_commit();
-    cp_async_wait<Tl::kStages - 1>();
-    fence_shared_for_async_proxy();
-    __syncthreads();  // this unit's stage (and the codebook) visible to every warp
     compute(u, i % Tl::kStages);
-    wgmma_wait<0>();
-    fence_accumulators(acc);
-    __syncthreads();  // every wgmma has read the slot before it is refilled
   }
+  wgmma_wait<0>();
+  fence_accumulators(acc);
   cp_async_wait<0>();
 
   float* const partial = splits > 1 ? reinterpret_cast<float*>(a.workspace + a.m * k_pad * 2) : nullptr;
@@ -293,9 +303,6 @@ void launch_mmq(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
       break;
     case 64:
       launch_mmq_tiles<Traits, 64>(a, c, stream);
-      break;
-    case 128:
-      launch_mmq_tiles<Traits, 128>(a, c, stream);
       break;
     default:
       detail::fail("mmq: no kernel for ", c.tokens_per_tile, " tokens per tile");
