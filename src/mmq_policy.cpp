@@ -17,7 +17,7 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
   c.rows_per_tile = 128;
   // The smallest wgmma N that holds the tokens: fewer padded tokens below 128, and past 128 the
   // 128-token tile (64 accumulators per thread) keeps registers for the decode.
-  c.tokens_per_tile = m <= 16 ? 16 : m <= 32 ? 32 : 64;
+  c.tokens_per_tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
   c.k_pad = (k + 255) / 256 * 256;
   const int64_t units = c.k_pad / 256;
   const int64_t tiles = ((n + c.rows_per_tile - 1) / c.rows_per_tile) * ((m + c.tokens_per_tile - 1) / c.tokens_per_tile);

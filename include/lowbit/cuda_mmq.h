@@ -19,6 +19,8 @@ namespace lowbit::cuda {
 // Whether mmq runs on the current device: this build holds the sm_90a kernels and the device is
 // compute capability 9.0.
 bool mmq_available();
+// The same for CUDA device `device` (a host-side query; false for an index that is no device).
+bool mmq_available_on(int device);
 
 // The configuration mmq runs for these sizes on the current device (tile, split of K, workspace).
 MmqConfig mmq_config(QuantType t, int64_t m, int64_t n, int64_t k);

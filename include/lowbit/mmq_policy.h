@@ -12,7 +12,7 @@
 namespace lowbit {
 
 struct MmqConfig {
-  int tokens_per_tile = 0;       // 16, 32 or 64 tokens per block (the wgmma N)
+  int tokens_per_tile = 0;       // 16, 32, 64 or 128 tokens per block (the wgmma N)
   int rows_per_tile = 0;         // weight rows per block (two warpgroups of 64)
   int splits = 1;                // K split into this many ranges, summed in a fixed order
   int64_t k_pad = 0;             // K rounded up to the 256-weight unit

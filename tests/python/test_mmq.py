@@ -145,3 +145,13 @@ def test_mmq_rejects_bad_arguments() -> None:
         torch.ops.lowbit.mmq(torch.randn(4, 512, device="cuda"), w, int(q))
     with pytest.raises((ValueError, RuntimeError), match="x must hold at least one token"):
         torch.ops.lowbit.mmq(torch.randn(0, 256, device="cuda"), w, int(q))
+
+
+def test_linear_routes_to_mmq_in_its_measured_range() -> None:
+    q = QuantType.IQ3_XXS
+    n, k = 300, 2048
+    assert lowbit.select_kernel(q, 32, n, k, torch.device("cuda"))["kernel"] == "mmq"
+    assert lowbit.select_kernel(q, 16, n, k, torch.device("cuda"))["kernel"] == "mmvq"
+    w, s = random_weight(q, n, k, np.random.default_rng(fresh_seed()), device=torch.device("cuda"))
+    x = torch.randn(32, k, device="cuda", dtype=torch.bfloat16)
+    assert torch.equal(lowbit.linear(x, w, q), torch.ops.lowbit.mmq(x, w, int(q)))

@@ -29,13 +29,25 @@ bool aligned(const void* p, uintptr_t bytes) {
 
 }  // namespace
 
-bool mmq_available() {
+bool mmq_available_on(int device) {
 #if defined(LOWBIT_WITH_MMQ_SM90A)
-  const DeviceFacts f = current_device_facts();
-  return f.compute_major == 9 && f.compute_minor == 0;
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return major == 9 && minor == 0;
 #else
+  (void)device;
   return false;
 #endif
+}
+
+bool mmq_available() {
+  int device = 0;
+  cudaGetDevice(&device);
+  return mmq_available_on(device);
 }
 
 MmqConfig mmq_config(QuantType t, int64_t m, int64_t n, int64_t k) {

@@ -1,6 +1,6 @@
 // MMQ on Hopper: y = x W^T for many tokens on the quantized weight, never materializing it.
 //
-// A block owns 128 weight rows (two warpgroups of 64) and a tile of T tokens (16 .. 64) over a
+// A block owns 128 weight rows (two warpgroups of 64) and a tile of T tokens (16 .. 128) over a
 // range of K (the whole K, or one split of it). K advances in units of 256 weights through a ring
 // of shared-memory stages filled with cp.async by the whole block: the raw GGUF bytes of the
 // unit's 128 rows (each warp copies its own 16 rows as the bf16 MMVQ does: RowStager) and the
@@ -95,8 +95,7 @@ struct MmqTiling {
   static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
   static constexpr int kStages = kFit > 4 ? 4 : kFit;
-  // the slot of unit u - 2 is refilled while unit u - 1's last wgmma may still read its own
-  static_assert(kStages >= 3, "three stages fit shared memory");
+  static_assert(kStages >= 2, "two stages fit shared memory");
   static constexpr int kSmemBytes = 1024 + kCodebookBytes + kStages * kStageBytes;
 };
 
@@ -210,31 +209,52 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
     }
   };
 
-  // Units in flight: kStages - 2 ahead of the one computed. The wgmma of a unit's last slice is
-  // still running when the next unit starts; the first slice's wait of unit u - 1 retires it, so
-  // after the barrier of unit u every warp is done with the slot of unit u - 2, which is refilled
-  // then. cp.async groups stay one per unit (empty past the end) so the wait counts are uniform.
-  constexpr int kAhead = Tl::kStages - 2;
+  if constexpr (Tl::kStages >= 3) {
+    // Units in flight: kStages - 2 ahead of the one computed. The wgmma of a unit's last slice is
+    // still running when the next unit starts; the first slice's wait of unit u - 1 retires it,
+    // so after the barrier of unit u every warp is done with the slot of unit u - 2, which is
+    // refilled then. cp.async groups stay one per unit (empty past the end): uniform wait counts.
+    constexpr int kAhead = Tl::kStages - 2;
 #pragma unroll
-  for (int i = 0; i < kAhead; ++i) {
-    if (u_begin + i < u_end)
-      stage(u_begin + i, i);
-    else
-      cp_async_commit();
+    for (int i = 0; i < kAhead; ++i) {
+      if (u_begin + i < u_end)
+        stage(u_begin + i, i);
+      else
+        cp_async_commit();
+    }
+    for (int u = u_begin; u < u_end; ++u) {
+      const int i = u - u_begin;
+      cp_async_wait<kAhead - 1>();
+      fence_shared_for_async_proxy();
+      __syncthreads();  // unit u's stage (and the codebook) visible to every warp; unit u - 2 retired
+      if (u + kAhead < u_end)
+        stage(u + kAhead, (i + kAhead) % Tl::kStages);
+      else
+        cp_async_commit();
+      compute(u, i % Tl::kStages);
+    }
+    wgmma_wait<0>();
+    fence_accumulators(acc);
+  } else {
+    // Two stages (the 128-token tile): the next unit loads while this one computes, and the
+    // wgmma drain before the second barrier frees the slot. Measured faster at 128+ tokens than
+    // 64-token tiles with four stages in flight (benchmarks/NOTES.md, 2026-12-01).
+    stage(u_begin, 0);
+    for (int u = u_begin; u < u_end; ++u) {
+      const int i = u - u_begin;
+      if (u + 1 < u_end)
+        stage(u + 1, (i + 1) & 1);
+      else
+        cp_async_commit();
+      cp_async_wait<1>();
+      fence_shared_for_async_proxy();
+      __syncthreads();
+      compute(u, i & 1);
+      wgmma_wait<0>();
+      fence_accumulators(acc);
+      __syncthreads();  // every wgmma has read the slot before it is refilled
+    }
   }
-  for (int u = u_begin; u < u_end; ++u) {
-    const int i = u - u_begin;
-    cp_async_wait<kAhead - 1>();
-    fence_shared_for_async_proxy();
-    __syncthreads();  // unit u's stage (and the codebook) visible to every warp; unit u - 2 retired
-    if (u + kAhead < u_end)
-      stage(u + kAhead, (i + kAhead) % Tl::kStages);
-    else
-      cp_async_commit();
-    compute(u, i % Tl::kStages);
-  }
-  wgmma_wait<0>();
-  fence_accumulators(acc);
   cp_async_wait<0>();
 
   float* const partial = splits > 1 ? reinterpret_cast<float*>(a.workspace + a.m * k_pad * 2) : nullptr;
@@ -303,6 +323,9 @@ void launch_mmq(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
       break;
     case 64:
       launch_mmq_tiles<Traits, 64>(a, c, stream);
+      break;
+    case 128:
+      launch_mmq_tiles<Traits, 128>(a, c, stream);
       break;
     default:
       detail::fail("mmq: no kernel for ", c.tokens_per_tile, " tokens per tile");
