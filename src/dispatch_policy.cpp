@@ -27,6 +27,25 @@ constexpr MmvqLimit kMmvqLimits[] = {
     {0, QuantType{0}, 8},  // not measured: stay where one pass is surely ahead
 };
 
+// Token counts where MMQ beats both MMVQ (in passes) and dequantize + cuBLAS.
+struct MmqRange {
+  int compute_major;
+  int min_tokens, max_tokens;
+};
+
+// Measured on the H200 (benchmarks/results/h200/mmq-20261201-*.csv, N=4096 K=14336, IQ4_XS and
+// IQ2_XXS; benchmarks/NOTES.md "MMQ"): MMVQ stays ahead up to 16 tokens (iq4_xs 36 vs 44 us); MMQ
+// leads from 17 (iq4_xs M=32 50 vs 71 us) to 128 tokens (73 vs 80 us); at 512 the two tie and
+// from 2048 dequantize + cuBLAS is ahead. 129 to 511 tokens were not measured: cuBLAS keeps them.
+constexpr MmqRange kMmqRanges[] = {{9, 17, 128}};
+
+bool mmq_serves(int64_t m, const DeviceFacts& device) {
+  if (!device.mmq) return false;
+  for (const MmqRange& r : kMmqRanges)
+    if (r.compute_major == device.compute_major) return m >= r.min_tokens && m <= r.max_tokens;
+  return false;
+}
+
 }  // namespace
 
 const char* dense_kernel_name(DenseKernel k) {
@@ -46,7 +65,7 @@ const char* dense_kernel_name(DenseKernel k) {
 DenseKernel parse_dense_kernel(const std::string& name, const char* arg) {
   for (DenseKernel k : {DenseKernel::kMmvq, DenseKernel::kMmq, DenseKernel::kDequantMatmul, DenseKernel::kCpuReference})
     if (name == dense_kernel_name(k)) return k;
-  detail::fail(arg, ": unknown kernel \"", name, "\" (auto, mmvq, dequant_matmul, cpu_reference)");
+  detail::fail(arg, ": unknown kernel \"", name, "\" (auto, mmvq, mmq, dequant_matmul, cpu_reference)");
 }
 
 const char* mmvq_math_name(MmvqMath math) {
@@ -93,6 +112,12 @@ DenseChoice select_dense(QuantType t, int64_t m, int64_t n, int64_t k, const Dev
   if (device.compute_major == 0) {
     why << "no GPU: the CPU decodes the weight and multiplies with torch's CPU GEMM";
     return {DenseKernel::kCpuReference, why.str()};
+  }
+  if (mmq_serves(m, device)) {
+    why << "M = " << m << " in the measured MMQ range on sm_" << device.compute_major << device.compute_minor
+        << ": weights decoded on chip into wgmma, one pass over the " << n << "x" << k << " quantized weight per "
+        << "token tile";
+    return {DenseKernel::kMmq, why.str()};
   }
   const int limit = mmvq_max_tokens(t, device);
   if (m <= limit) {

@@ -48,6 +48,12 @@ LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, co
   return p;
 }
 
+LinearPlan plan_mmq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
+  LinearPlan p = plan_linear(x, w, qtype, scales, std::nullopt);
+  TORCH_CHECK_VALUE(p.m >= 1, "x must hold at least one token for mmq, got shape ", x.sizes());
+  return p;
+}
+
 QuantizePlan plan_quantize(const at::Tensor& w, int64_t qtype, int64_t scale_rule) {
   const TypeInfo* info = find_type(qtype);
   TORCH_CHECK_VALUE(info != nullptr, "qtype: ", qtype, " is not a quant type id lowbit knows");

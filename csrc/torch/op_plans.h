@@ -35,6 +35,9 @@ LinearPlan plan_linear(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
 LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
                      c10::string_view math);
 
+// linear's rules without a bias, for mmq: x [..., K] with at least one token.
+LinearPlan plan_mmq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales);
+
 struct QuantizePlan {
   const TypeInfo* info;
   ScaleRule rule;

@@ -77,7 +77,13 @@ py::tuple select_dense(int64_t qtype, int64_t m, int64_t n, int64_t k, int devic
   if (device_index >= 0) {
     const lowbit::Capabilities caps = lowbit::capabilities();
     for (const auto& d : caps.cuda_devices)
-      if (d.index == device_index) facts = {d.compute_major, d.compute_minor, d.multiprocessors};
+      if (d.index == device_index) {
+        facts = {d.compute_major, d.compute_minor, d.multiprocessors};
+        // the sm_90a MMQ kernels are compiled in and this is a 9.0 device
+        bool compiled = false;
+        for (const auto& t : caps.types) compiled = compiled || t.kernels.cuda_mmq;
+        facts.mmq = compiled && d.compute_major == 9 && d.compute_minor == 0;
+      }
   }
   try {
     const auto& info = lowbit::weight_type_info(qtype, "qtype");

@@ -5,6 +5,8 @@
 #if defined(LOWBIT_TORCH_CUDA)
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
+
+#include "lowbit/cuda_mmq.h"
 #endif
 
 namespace lowbit::torch_ops {
@@ -48,6 +50,7 @@ DeviceFacts device_facts(const c10::Device& device) {
     facts.compute_major = major;
     facts.compute_minor = minor;
     facts.multiprocessors = sms;
+    facts.mmq = cuda::mmq_available_on(index);
   }
 #endif
   return facts;

@@ -11,7 +11,7 @@ namespace lowbit {
 
 enum class DenseKernel : int32_t {
   kMmvq = 0,           // few tokens: one pass over the quantized weight
-  kMmq = 1,            // tiled GEMM on the quantized weight (not built yet)
+  kMmq = 1,            // tiled GEMM on the quantized weight (Hopper wgmma)
   kDequantMatmul = 2,  // decode to bf16 at memory speed, then the framework's bf16 GEMM
   kCpuReference = 3,   // no GPU: decode on the CPU, then the CPU GEMM
 };
@@ -25,6 +25,7 @@ struct DeviceFacts {
   int compute_major = 0;
   int compute_minor = 0;
   int multiprocessors = 0;
+  bool mmq = false;  // this build's MMQ kernels run here (sm_90a code on a 9.0 device)
 };
 
 // How MMVQ multiplies.

@@ -87,6 +87,11 @@ def _mmvq_fake(
     return _linear_fake(x, w, qtype, scales=scales)
 
 
+@torch.library.register_fake("lowbit::mmq")
+def _mmq_fake(x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: torch.Tensor | None = None) -> torch.Tensor:
+    return _linear_fake(x, w, qtype, scales=scales)
+
+
 @torch.library.register_fake("lowbit::quantize")
 def _quantize_fake(w: torch.Tensor, qtype: int, *, scale_rule: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     from . import _C

@@ -3,6 +3,7 @@
 
 #include "lowbit/dispatch.h"
 #include "lowbit/error.h"
+#include "lowbit/mmq_policy.h"
 
 namespace lowbit {
 namespace {
@@ -51,6 +52,48 @@ TEST(Dispatch, NamesAndErrors) {
   EXPECT_STREQ(dense_kernel_name(DenseKernel::kDequantMatmul), "dequant_matmul");
   EXPECT_THROW(parse_dense_kernel("fast"), Error);
   EXPECT_THROW(select_dense(QuantType::Q8_1, 1, 1, 32, DeviceFacts{9, 0, 132}), Error);
+}
+
+TEST(Dispatch, MmqServesItsMeasuredRangeWhereItRuns) {
+  DeviceFacts h200{9, 0, 132};
+  h200.mmq = true;
+  EXPECT_EQ(select_dense(QuantType::IQ4_XS, 16, 4096, 14336, h200).kernel, DenseKernel::kMmvq);
+  EXPECT_EQ(select_dense(QuantType::IQ4_XS, 17, 4096, 14336, h200).kernel, DenseKernel::kMmq);
+  EXPECT_EQ(select_dense(QuantType::IQ1_M, 128, 4096, 14336, h200).kernel, DenseKernel::kMmq);
+  EXPECT_EQ(select_dense(QuantType::IQ4_XS, 129, 4096, 14336, h200).kernel, DenseKernel::kDequantMatmul);
+  const DeviceFacts no_mmq{9, 0, 132};  // a build without sm_90a kernels
+  EXPECT_NE(select_dense(QuantType::IQ4_XS, 64, 4096, 14336, no_mmq).kernel, DenseKernel::kMmq);
+  DeviceFacts a100{8, 0, 108};
+  a100.mmq = true;  // never claimed on other architectures, but the policy must not trust it
+  EXPECT_NE(select_dense(QuantType::IQ4_XS, 64, 4096, 14336, a100).kernel, DenseKernel::kMmq);
+}
+
+TEST(MmqPolicy, TilesSplitsAndWorkspace) {
+  const DeviceFacts h200{9, 0, 132};
+  // 32 row tiles of one 16-token tile: two blocks per multiprocessor leave room for 8 splits
+  MmqConfig c = select_mmq_config(QuantType::IQ4_XS, 16, 4096, 14336, h200);
+  EXPECT_EQ(c.tokens_per_tile, 16);
+  EXPECT_EQ(c.rows_per_tile, 128);
+  EXPECT_EQ(c.splits, 8);
+  EXPECT_EQ(c.k_pad, 14336);
+  EXPECT_EQ(c.activation_bytes, size_t{16} * 14336 * 2);
+  EXPECT_EQ(c.partial_bytes, size_t{8} * 16 * 4096 * 4);
+  // enough tiles: no split, no partial sums
+  c = select_mmq_config(QuantType::IQ2_XXS, 2048, 4096, 14336, h200);
+  EXPECT_EQ(c.tokens_per_tile, 128);
+  EXPECT_EQ(c.splits, 1);
+  EXPECT_EQ(c.workspace_bytes(), size_t{2048} * 14336 * 2);
+  // a 32-weight type with K not a multiple of 256 pads K; few units cap the split
+  c = select_mmq_config(QuantType::Q8_0, 40, 200, 800, h200);
+  EXPECT_EQ(c.k_pad, 1024);
+  EXPECT_EQ(c.tokens_per_tile, 64);
+  EXPECT_EQ(c.splits, 1);
+  // the partial buffer stays within kMmqMaxPartialBytes
+  c = select_mmq_config(QuantType::IQ3_S, 100, 8192, 65536, h200);
+  EXPECT_LE(c.partial_bytes, kMmqMaxPartialBytes);
+  EXPECT_THROW(select_mmq_config(QuantType::IQ4_XS, 0, 4096, 14336, h200), Error);
+  EXPECT_THROW(select_mmq_config(QuantType::IQ4_XS, 16, 4096, 100, h200), Error);
+  EXPECT_THROW(select_mmq_config(QuantType::Q8_1, 16, 4096, 256, h200), Error);
 }
 
 }  // namespace

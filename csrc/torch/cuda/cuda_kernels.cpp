@@ -8,6 +8,7 @@
 
 #include "composite.h"
 #include "lowbit/cuda.h"
+#include "lowbit/cuda_mmq.h"
 #include "lowbit/dispatch.h"
 #include "op_plans.h"
 
@@ -89,6 +90,21 @@ at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tenso
   return y;
 }
 
+// y [M, N] = x [M, K] W^T through MMQ (Hopper), its workspace from torch's caching allocator.
+at::Tensor run_mmq(const LinearPlan& p, const AlignedWeight& a, const at::Tensor& x2) {
+  at::Tensor x = x2.contiguous();
+  at::Tensor y = at::empty({p.m, p.w.rows}, x.options());
+  const MmqConfig config = translate_errors([&] { return cuda::mmq_config(p.w.type, p.m, p.w.rows, p.w.k); });
+  const at::Tensor ws =
+      at::empty({static_cast<int64_t>(config.workspace_bytes())}, x.options().dtype(at::kByte));
+  translate_errors([&] {
+    cuda::mmq(p.w.type, a.arg.view, p.w.rows, p.w.k, x.data_ptr(), float_type(x.scalar_type()), p.m, x.stride(0),
+              y.data_ptr(), float_type(y.scalar_type()), p.w.rows, c10::cuda::getCurrentCUDAStream(), ws.data_ptr(),
+              config.workspace_bytes());
+  });
+  return y;
+}
+
 at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
                        const std::optional<at::Tensor>& bias, c10::string_view kernel) {
   const LinearPlan p = plan_linear(x, w, qtype, scales, bias);
@@ -99,13 +115,16 @@ at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
     choice = select_dense(p.w.type, p.m, p.w.rows, p.w.k, device_facts(w.device())).kernel;
   } else {
     choice = translate_errors([&] { return parse_dense_kernel(std::string(kernel), "kernel"); });
-    TORCH_CHECK_VALUE(choice == DenseKernel::kMmvq || choice == DenseKernel::kDequantMatmul, "kernel: \"",
-                      std::string(kernel), "\" is not built for CUDA (use auto, mmvq or dequant_matmul)");
+    TORCH_CHECK_VALUE(choice == DenseKernel::kMmvq || choice == DenseKernel::kMmq ||
+                          choice == DenseKernel::kDequantMatmul,
+                      "kernel: \"", std::string(kernel), "\" is not built for CUDA (use auto, mmvq, mmq or dequant_matmul)");
   }
   const at::Tensor x2 = x.reshape({p.m, p.w.k});
   at::Tensor y;
   if (choice == DenseKernel::kMmvq) {
     y = run_mmvq(p, a, x2);
+  } else if (choice == DenseKernel::kMmq) {
+    y = run_mmq(p, a, x2);
   } else {
     const at::Tensor weight = dequantize_expert_cuda(a.arg, 0, at::kBFloat16);
     y = at::matmul(x2.to(at::kBFloat16), weight.t()).to(x.scalar_type());
@@ -119,6 +138,12 @@ at::Tensor mmvq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, co
   const LinearPlan p = plan_mmvq(x, w, qtype, scales, math);
   const c10::cuda::CUDAGuard guard(w.device());
   return run_mmvq(p, aligned_weight(p.w, w, scales), x, p.math);
+}
+
+at::Tensor mmq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
+  const LinearPlan p = plan_mmq(x, w, qtype, scales);
+  const c10::cuda::CUDAGuard guard(w.device());
+  return run_mmq(p, aligned_weight(p.w, w, scales), x.reshape({p.m, p.w.k})).reshape(p.out_shape);
 }
 
 at::Tensor fused_moe_cuda(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2,
@@ -142,6 +167,7 @@ TORCH_LIBRARY_IMPL(lowbit, CUDA, m) {
   m.impl("dequantize", &dequantize_cuda);
   m.impl("linear", &linear_cuda);
   m.impl("mmvq", &mmvq_cuda);
+  m.impl("mmq", &mmq_cuda);
   m.impl("fused_moe", &fused_moe_cuda);
 }
 

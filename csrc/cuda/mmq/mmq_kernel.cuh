@@ -1,0 +1,346 @@
+// MMQ on Hopper: y = x W^T for many tokens on the quantized weight, never materializing it.
+//
+// A block owns 128 weight rows (two warpgroups of 64) and a tile of T tokens (16 .. 128) over a
+// range of K (the whole K, or one split of it). K advances in units of 256 weights through a ring
+// of shared-memory stages filled with cp.async by the whole block: the raw GGUF bytes of the
+// unit's 128 rows (each warp copies its own 16 rows as the bf16 MMVQ does: RowStager) and the
+// activations of the T tokens, bf16 in the 128-byte swizzle that wgmma's B descriptor reads.
+// Each warp decodes its 16 rows with the format's decode primitive straight into the A fragment
+// of a register-sourced wgmma (m64 nT k16, float32 accumulate): lane (g, t) decodes weights
+// [8t, 8t + 8) of each 32-weight span for rows g and g + 8, which is the fragment once the
+// activations are stored in the matching K order (mmq_permuted_source). A prologue kernel writes
+// that order once per call, so the main loop moves activations with plain 16-byte copies. Decode
+// of one 64-weight slice overlaps the wgmma of the slice before, across units too. With a split K, blocks write
+// float32 partial sums that a second kernel adds in a fixed order (deterministic).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/device_codebooks.cuh"
+#include "cuda/mmq/mmq_launch.h"
+#include "cuda/mmq/wgmma.cuh"
+#include "cuda/mmvq_kernel.cuh"
+#include "cuda/ptx.cuh"
+#include "cuda/render_bf16.cuh"
+#include "lowbit/error.h"
+#include "lowbit/formats/all.h"
+
+namespace lowbit::cuda_detail {
+
+inline constexpr int kMmqUnitElems = 256;
+
+// Position j (0..31) of a 32-weight span in the permuted activations holds weight
+// mmq_permuted_source(j) of the span: the m16k16 fragment's k index 2t, 2t + 1 (step s) and
+// 2t + 8, 2t + 9 of the two k16 steps a span makes are weights 8t + 4s + {0, 1} and 8t + 4s + {2, 3}.
+__host__ __device__ constexpr int mmq_permuted_source(int j) {
+  return 8 * ((j & 7) >> 1) + 4 * (j >> 4) + 2 * ((j >> 3) & 1) + (j & 1);
+}
+
+template <class Act>
+__device__ __forceinline__ float act_to_float(Act v);
+template <>
+__device__ __forceinline__ float act_to_float<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ float act_to_float<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+template <>
+__device__ __forceinline__ float act_to_float<__half>(__half v) {
+  return __half2float(v);
+}
+
+// xp[r, j] = bf16(x[r, span(j) * 32 + mmq_permuted_source(j mod 32)]), zero past K; one thread
+// per output pair (the pair's sources are neighbours too).
+template <class Act>
+__global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_t k_pad) {
+  const int64_t pairs_per_row = k_pad / 2;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= a.m * pairs_per_row) return;
+  const int64_t r = i / pairs_per_row;
+  const int64_t j = 2 * (i - r * pairs_per_row);
+  const int64_t src = (j & ~int64_t{31}) + mmq_permuted_source(static_cast<int>(j & 31));
+  float v0 = 0.0f, v1 = 0.0f;
+  if (src < a.k) {
+    const Act* x = static_cast<const Act*>(a.x) + r * a.x_row_stride + src;
+    v0 = act_to_float<Act>(x[0]);
+    v1 = act_to_float<Act>(x[1]);
+  }
+  reinterpret_cast<__nv_bfloat162*>(a.workspace)[(r * k_pad + j) / 2] = __floats2bfloat162_rn(v0, v1);
+}
+
+template <class Traits, int kTokens>
+struct MmqTiling {
+  using Rows = MmvqTiling<Traits>;  // a warp's 16 rows: the bf16 MMVQ's staging of one unit
+  static_assert(Rows::kUnitElems == kMmqUnitElems, "one K unit for both kernels");
+  static_assert(kTokens % 16 == 0 && kTokens >= 16 && kTokens <= 128, "wgmma N of 16 .. 128");
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kRows = 16 * kWarps;
+  static constexpr int kSliceBytes = kTokens * 128;  // T tokens x 64 weights of K, bf16
+  static constexpr int kActBytes = 4 * kSliceBytes;  // T tokens x one unit
+  static constexpr int kWeightBytes = kWarps * Rows::kStageBytes;
+  static constexpr int kStageBytes = (kActBytes + kWeightBytes + 1023) / 1024 * 1024;
+  static constexpr int kCodebookBytes = (CodebookTable<Traits::kCodebook>::kBytes + 1023) / 1024 * 1024;
+  // Two blocks per multiprocessor where three stages of a 16-token tile fit half of shared memory
+  // (more warps to hide each one's decode -> wgmma chain), else one block with up to four stages.
+  static constexpr int kHalfBudget = 113 * 1024 - 1024;
+  static constexpr bool kTwoBlocks = kTokens <= 16 && kCodebookBytes + 3 * kStageBytes <= kHalfBudget;
+  static constexpr int kBlocksPerSm = kTwoBlocks ? 2 : 1;
+  static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack
+  static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
+  static constexpr int kStages = kFit > 4 ? 4 : kFit;
+  static_assert(kStages >= 2, "two stages fit shared memory");
+  static constexpr int kSmemBytes = 1024 + kCodebookBytes + kStages * kStageBytes;
+};
+
+// Keeps the compiler from moving accumulator registers while wgmma owns them.
+template <int N>
+__device__ __forceinline__ void fence_accumulators(float (&acc)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
+
+__device__ __forceinline__ void store_output(const MmqArgs& a, int64_t m, int64_t n, float v) {
+  void* p = static_cast<uint8_t*>(a.y) + (m * a.y_row_stride + n) * (a.y_type == FloatType::F32 ? 4 : 2);
+  if (a.y_type == FloatType::F32)
+    *static_cast<float*>(p) = v;
+  else if (a.y_type == FloatType::BF16)
+    *static_cast<__nv_bfloat16*>(p) = __float2bfloat16_rn(v);
+  else
+    *static_cast<__half*>(p) = __float2half_rn(v);
+}
+
+template <class Traits, int kTokens>
+__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
+    mmq_wgmma_kernel(MmqArgs a, int64_t k_pad, int splits) {
+  using Tl = MmqTiling<Traits, kTokens>;
+  using Rows = typename Tl::Rows;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* const smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  const Codebooks cb = shared_codebooks<Traits::kCodebook>(smem);
+  uint8_t* const ring = smem + Tl::kCodebookBytes;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kTokens;
+  const int units = static_cast<int>(k_pad / kMmqUnitElems);
+  const int u_begin = static_cast<int>(static_cast<int64_t>(blockIdx.z) * units / splits);
+  const int u_end = static_cast<int>(static_cast<int64_t>(blockIdx.z + 1) * units / splits);
+  const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
+  const int64_t row0 = n0 + 16 * warp;  // this warp's rows: its 16 of the warpgroup's 64
+
+  MmvqArgs wa{};
+  wa.w = a.w, wa.w_row_stride = a.w_row_stride, wa.scales = a.scales, wa.scale_row_stride = a.scale_row_stride;
+  wa.n = a.n, wa.k = a.k;
+  const RowStager<Rows> stager(wa, row0, row_bytes, lane);
+  const __nv_bfloat16* const xp = reinterpret_cast<const __nv_bfloat16*>(a.workspace);
+
+  auto stage = [&](int u, int slot) {
+    uint8_t* const st = ring + slot * Tl::kStageBytes;
+    // T rows of 512 bytes in 16-byte pieces; piece (r, c) lands in slice c / 8 at row r, its
+    // 16-byte column c % 8 swizzled by r % 8
+    for (int p = threadIdx.x; p < kTokens * 32; p += Tl::kThreads) {
+      const int r = p >> 5, c = p & 31;
+      const bool valid = m0 + r < a.m;
+      const __nv_bfloat16* src = xp + (valid ? m0 + r : 0) * k_pad + static_cast<int64_t>(u) * kMmqUnitElems + 8 * c;
+      uint8_t* dst = st + (c >> 3) * Tl::kSliceBytes + (r >> 3) * 1024 + (r & 7) * 128 + (((c & 7) ^ (r & 7)) << 4);
+      cp_async_16(dst, src, valid ? 16 : 0);
+    }
+    stager.issue(u, st + Tl::kActBytes + warp * Rows::kStageBytes);
+    cp_async_commit();
+  };
+
+  constexpr int kAcc = kTokens / 2;
+  float acc[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+
+  const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;
+  auto compute = [&](int u, int slot) {
+    const uint8_t* const st = ring + slot * Tl::kStageBytes;
+    const uint8_t* const wst = st + Tl::kActBytes + warp * Rows::kStageBytes;
+    const uint8_t* lo = staged_row<Rows>(wa, wst, g, row_lo, u);
+    const uint8_t* hi = staged_row<Rows>(wa, wst, g + 8, row_hi, u);
+    const int64_t k0 = static_cast<int64_t>(u) * kMmqUnitElems;
+    const int64_t left = (a.k - k0) / 32;
+    const int subs = left < 8 ? static_cast<int>(left) : 8;  // spans of K in this unit (the last may be short)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {  // 64-weight slices: decode one while the wgmma of the last runs
+      uint32_t frag[4][4];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int s = 2 * q + h;
+        uint32_t wlo[4] = {0, 0, 0, 0}, whi[4] = {0, 0, 0, 0};
+        if (s < subs) {
+          const int block = Rows::kBlocksPerUnit == 1 ? 0 : s;
+          const int group = Rows::kBlocksPerUnit == 1 ? s * 4 + t : t;
+          uint8_t scale_lo = 0, scale_hi = 0;
+          if constexpr (Traits::kSplitScales) {
+            const int64_t sb = k0 / 32 + s;
+            scale_lo = row_lo < a.n ? a.scales[row_lo * a.scale_row_stride + sb] : uint8_t{0};
+            scale_hi = row_hi < a.n ? a.scales[row_hi * a.scale_row_stride + sb] : uint8_t{0};
+          }
+          render_bf16(Traits::decode_group(BlockRef{lo + block * Traits::kBlockBytes, scale_lo}, group, cb), wlo);
+          render_bf16(Traits::decode_group(BlockRef{hi + block * Traits::kBlockBytes, scale_hi}, group, cb), whi);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          frag[2 * h + j][0] = wlo[2 * j];
+          frag[2 * h + j][1] = whi[2 * j];
+          frag[2 * h + j][2] = wlo[2 * j + 1];
+          frag[2 * h + j][3] = whi[2 * j + 1];
+        }
+      }
+      const uint64_t desc = sw128_kmajor_desc(st + q * Tl::kSliceBytes);
+      wgmma_fence();
+      fence_accumulators(acc);
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) wgmma_m64k16_bf16_rs<kTokens>(acc, frag[kk], desc + 2 * kk, 1);  // +32 bytes
+      wgmma_commit();
+      fence_accumulators(acc);
+      wgmma_wait<1>();
+    }
+  };
+
+  if constexpr (Tl::kStages >= 3) {
+    // Units in flight: kStages - 2 ahead of the one computed. The wgmma of a unit's last slice is
+    // still running when the next unit starts; the first slice's wait of unit u - 1 retires it,
+    // so after the barrier of unit u every warp is done with the slot of unit u - 2, which is
+    // refilled then. cp.async groups stay one per unit (empty past the end): uniform wait counts.
+    constexpr int kAhead = Tl::kStages - 2;
+#pragma unroll
+    for (int i = 0; i < kAhead; ++i) {
+      if (u_begin + i < u_end)
+        stage(u_begin + i, i);
+      else
+        cp_async_commit();
+    }
+    for (int u = u_begin; u < u_end; ++u) {
+      const int i = u - u_begin;
+      cp_async_wait<kAhead - 1>();
+      fence_shared_for_async_proxy();
+      __syncthreads();  // unit u's stage (and the codebook) visible to every warp; unit u - 2 retired
+      if (u + kAhead < u_end)
+        stage(u + kAhead, (i + kAhead) % Tl::kStages);
+      else
+        cp_async_commit();
+      compute(u, i % Tl::kStages);
+    }
+    wgmma_wait<0>();
+    fence_accumulators(acc);
+  } else {
+    // Two stages (the 128-token tile): the next unit loads while this one computes, and the
+    // wgmma drain before the second barrier frees the slot. Measured faster at 128+ tokens than
+    // 64-token tiles with four stages in flight (benchmarks/NOTES.md, 2026-12-01).
+    stage(u_begin, 0);
+    for (int u = u_begin; u < u_end; ++u) {
+      const int i = u - u_begin;
+      if (u + 1 < u_end)
+        stage(u + 1, (i + 1) & 1);
+      else
+        cp_async_commit();
+      cp_async_wait<1>();
+      fence_shared_for_async_proxy();
+      __syncthreads();
+      compute(u, i & 1);
+      wgmma_wait<0>();
+      fence_accumulators(acc);
+      __syncthreads();  // every wgmma has read the slot before it is refilled
+    }
+  }
+  cp_async_wait<0>();
+
+  float* const partial = splits > 1 ? reinterpret_cast<float*>(a.workspace + a.m * k_pad * 2) : nullptr;
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) {
+    const int64_t n = row0 + g + 8 * ((i >> 1) & 1);
+    const int64_t m = m0 + 8 * (i >> 2) + 2 * t + (i & 1);
+    if (n >= a.n || m >= a.m) continue;
+    if (partial != nullptr)
+      partial[(static_cast<int64_t>(blockIdx.z) * a.m + m) * a.n + n] = acc[i];
+    else
+      store_output(a, m, n, acc[i]);
+  }
+}
+
+// y[m, n] = the splits' partial sums added in split order.
+template <class Out>
+__global__ void __launch_bounds__(256) mmq_reduce_splits(MmqArgs a, int64_t k_pad, int splits) {
+  const float* partial = reinterpret_cast<const float*>(a.workspace + a.m * k_pad * 2);
+  const int64_t total = a.m * a.n;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += partial[s * total + i];
+    const int64_t m = i / a.n;
+    static_cast<Out*>(a.y)[m * a.y_row_stride + (i - m * a.n)] = from_float<Out>(sum);
+  }
+}
+
+template <class Traits, int kTokens>
+void launch_mmq_tiles(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
+  using Tl = MmqTiling<Traits, kTokens>;
+  auto* kernel = &mmq_wgmma_kernel<Traits, kTokens>;
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::kSmemBytes);
+  const dim3 grid(static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows),
+                  static_cast<unsigned>((a.m + kTokens - 1) / kTokens), static_cast<unsigned>(c.splits));
+  kernel<<<grid, Tl::kThreads, Tl::kSmemBytes, stream>>>(a, c.k_pad, c.splits);
+  check_launch("mmq");
+}
+
+template <QuantType T>
+void launch_mmq(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
+  using Traits = FormatTraits<T>;
+  LOWBIT_CHECK(c.rows_per_tile == 128, "mmq: the kernel's block owns 128 rows, the configuration says ",
+               c.rows_per_tile);
+  const int64_t pairs = a.m * (c.k_pad / 2);
+  const unsigned blocks = static_cast<unsigned>((pairs + 255) / 256);
+  switch (a.x_type) {
+    case FloatType::F32:
+      mmq_permute_activations<float><<<blocks, 256, 0, stream>>>(a, c.k_pad);
+      break;
+    case FloatType::BF16:
+      mmq_permute_activations<__nv_bfloat16><<<blocks, 256, 0, stream>>>(a, c.k_pad);
+      break;
+    case FloatType::F16:
+      mmq_permute_activations<__half><<<blocks, 256, 0, stream>>>(a, c.k_pad);
+      break;
+  }
+  check_launch("mmq (activations)");
+  switch (c.tokens_per_tile) {
+    case 16:
+      launch_mmq_tiles<Traits, 16>(a, c, stream);
+      break;
+    case 32:
+      launch_mmq_tiles<Traits, 32>(a, c, stream);
+      break;
+    case 64:
+      launch_mmq_tiles<Traits, 64>(a, c, stream);
+      break;
+    case 128:
+      launch_mmq_tiles<Traits, 128>(a, c, stream);
+      break;
+    default:
+      detail::fail("mmq: no kernel for ", c.tokens_per_tile, " tokens per tile");
+  }
+  if (c.splits > 1) {
+    const int64_t total = a.m * a.n;
+    const unsigned rblocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 65535 * 16));
+    if (a.y_type == FloatType::F32)
+      mmq_reduce_splits<float><<<rblocks, 256, 0, stream>>>(a, c.k_pad, c.splits);
+    else if (a.y_type == FloatType::BF16)
+      mmq_reduce_splits<__nv_bfloat16><<<rblocks, 256, 0, stream>>>(a, c.k_pad, c.splits);
+    else
+      mmq_reduce_splits<__half><<<rblocks, 256, 0, stream>>>(a, c.k_pad, c.splits);
+    check_launch("mmq (split sums)");
+  }
+}
+
+}  // namespace lowbit::cuda_detail

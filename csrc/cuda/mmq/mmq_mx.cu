@@ -1,0 +1,8 @@
+// MMQ kernels of the mx family (sm_90a; one translation unit per family keeps builds parallel).
+#include "cuda/mmq/mmq_kernel.cuh"
+
+namespace lowbit::cuda_detail {
+LOWBIT_INSTANTIATE_MMQ(MXFP4)
+LOWBIT_INSTANTIATE_MMQ(MXFP8_E4M3)
+LOWBIT_INSTANTIATE_MMQ(MXFP4_SPLIT)
+}  // namespace lowbit::cuda_detail

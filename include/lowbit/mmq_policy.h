@@ -1,0 +1,32 @@
+// MMQ's configuration for a call: the token tile, the split of K and the workspace they need.
+// Pure C++ (no CUDA): the CUDA API runs what select_mmq_config returns, and the tests check it
+// on any machine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lowbit/dispatch.h"
+#include "lowbit/quant_type.h"
+
+namespace lowbit {
+
+struct MmqConfig {
+  int tokens_per_tile = 0;       // 16, 32, 64 or 128 tokens per block (the wgmma N)
+  int rows_per_tile = 0;         // weight rows per block (two warpgroups of 64)
+  int splits = 1;                // K split into this many ranges, summed in a fixed order
+  int64_t k_pad = 0;             // K rounded up to the 256-weight unit
+  size_t activation_bytes = 0;   // the bf16 activations in the kernel's order, [M, k_pad]
+  size_t partial_bytes = 0;      // float32 partial sums [splits, M, N] (0 without a split)
+  size_t workspace_bytes() const { return activation_bytes + partial_bytes; }
+};
+
+// Largest float32 partial-sum buffer a split of K may take.
+inline constexpr size_t kMmqMaxPartialBytes = size_t{8} << 20;
+
+// The configuration for y[M, N] = x[M, K] W^T of type t on `device` (multiprocessors fill the
+// grid). Throws lowbit::Error naming the argument for a type lowbit cannot decode, K not a whole
+// number of blocks, M < 1 or N < 0.
+MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device);
+
+}  // namespace lowbit

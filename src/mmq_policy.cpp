@@ -1,0 +1,42 @@
+// MMQ's tile and split-K choice (include/lowbit/mmq_policy.h).
+#include "lowbit/mmq_policy.h"
+
+#include <algorithm>
+
+#include "lowbit/error.h"
+#include "lowbit/weights.h"
+
+namespace lowbit {
+
+MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device) {
+  weight_type_info(static_cast<int64_t>(t), "qtype");
+  row_bytes(t, k, "k");
+  LOWBIT_CHECK(m >= 1, "x: MMQ needs at least one token, got M = ", m);
+  LOWBIT_CHECK(n >= 0, "w: rows/N must be >= 0, got ", n);
+  MmqConfig c;
+  c.rows_per_tile = 128;
+  // The smallest wgmma N that holds the tokens: fewer padded tokens below 128, and past 128 the
+  // 128-token tile (64 accumulators per thread) keeps registers for the decode.
+  c.tokens_per_tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
+  c.k_pad = (k + 255) / 256 * 256;
+  const int64_t units = c.k_pad / 256;
+  const int64_t tiles = ((n + c.rows_per_tile - 1) / c.rows_per_tile) * ((m + c.tokens_per_tile - 1) / c.tokens_per_tile);
+  // One block per multiprocessor (two for 16-token tiles: the kernel's shared memory): split K
+  // while the tiles alone leave block slots idle, into at least 4 units per split and within the
+  // partial buffer.
+  int64_t splits = 1;
+  const int64_t sms = std::max(device.multiprocessors, 1) * (c.tokens_per_tile == 16 ? 2 : 1);
+  if (tiles > 0 && tiles < sms) {
+    splits = sms / tiles;
+    splits = std::min<int64_t>(splits, std::max<int64_t>(units / 4, 1));
+    const int64_t per_split = m * std::max<int64_t>(n, 1) * 4;
+    splits = std::min<int64_t>(splits, std::max<int64_t>(static_cast<int64_t>(kMmqMaxPartialBytes) / per_split, 1));
+    splits = std::max<int64_t>(splits, 1);
+  }
+  c.splits = static_cast<int>(splits);
+  c.activation_bytes = static_cast<size_t>(m * c.k_pad * 2);
+  c.partial_bytes = c.splits > 1 ? static_cast<size_t>(c.splits * m * n * 4) : 0;
+  return c;
+}
+
+}  // namespace lowbit

@@ -1,0 +1,157 @@
+"""MMQ (the Hopper tiled GEMM on the quantized weight) against references: every weight type,
+tails of M, N and K, every activation dtype, split K, CUDA-graph replay, determinism, a weight of
+more than 2^31 elements. Skipped with the reason where no sm_90 GPU (or no sm_90a build) exists.
+
+Two references: float64 on the decoded weight (end to end), and the bf16 tensor-core MMVQ run on
+the same 16-token slices, whose arithmetic is the same (weights decoded once to bf16 by the same
+render, activations rounded to bf16, float32 sums): the two differ only in the order of float32
+additions, so they agree to about 1e-5 of the norm."""
+
+from __future__ import annotations
+
+import lowbit
+import numpy as np
+import pytest
+import torch
+from _helpers import BLOCK, fresh_seed, random_weight, rel_err
+from lowbit import QuantType
+
+
+def _mmq_usable() -> tuple[bool, str]:
+    if not torch.cuda.is_available():
+        return False, "needs a CUDA device"
+    if torch.cuda.get_device_capability() != (9, 0):
+        return False, "MMQ's wgmma kernels need a compute capability 9.0 GPU"
+    if not lowbit.capabilities()["types"]["iq4_xs"]["kernels"]["cuda_mmq"]:
+        return False, "this build has no sm_90a MMQ kernels (LOWBIT_CUDA_ARCHS without 90a)"
+    return True, ""
+
+
+_OK, _WHY = _mmq_usable()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY or "n/a")]
+
+DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+# float64 end to end: weights and activations rounded to bf16 (relative 2^-9 each), float32 sums
+FLOAT64_BOUND = 1e-2
+# the same arithmetic as the bf16 MMVQ but for the order of float32 additions
+SAME_ARITHMETIC_BOUND = 3e-5
+
+
+def _k_for(qtype: QuantType, want: int) -> int:
+    elems, _ = BLOCK[qtype]
+    return max(elems, want // elems * elems)
+
+
+def _mmvq_bf16_slices(x: torch.Tensor, w: torch.Tensor, qtype: QuantType, scales: torch.Tensor | None) -> torch.Tensor:
+    outs = [
+        torch.ops.lowbit.mmvq(x[i : i + 16].contiguous(), w, int(qtype), scales=scales, math="bf16")
+        for i in range(0, x.shape[0], 16)
+    ]
+    return torch.cat(outs)
+
+
+@pytest.mark.parametrize("qtype", lowbit.WEIGHT_TYPES, ids=lambda q: q.type_name)
+@pytest.mark.parametrize("m,n,k_want", [(9, 200, 800), (17, 328, 1280), (127, 136, 2048), (129, 257, 4352)])
+def test_mmq_matches_references(qtype: QuantType, m: int, n: int, k_want: int) -> None:
+    rng = np.random.default_rng(fresh_seed())
+    k = _k_for(qtype, k_want)
+    dev = torch.device("cuda")
+    w, s = random_weight(qtype, n, k, rng, device=dev)
+    x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+    y = torch.ops.lowbit.mmq(x, w, int(qtype), scales=s)
+    assert y.shape == (m, n) and y.dtype == torch.bfloat16
+    assert torch.isfinite(y).all()
+    ref64 = x.double() @ lowbit.dequantize(w, qtype, scales=s).double().T
+    assert rel_err(y, ref64) < FLOAT64_BOUND
+    # float32 output of both kernels would need the op's output dtype: compare in bf16 terms
+    # through float32 activations instead (the kernels round them to bf16 the same way)
+    xf = x.float()
+    yf = torch.ops.lowbit.mmq(xf, w, int(qtype), scales=s)
+    assert yf.dtype == torch.float32
+    same = _mmvq_bf16_slices(xf, w, qtype, s)
+    assert rel_err(yf, same.double()) < SAME_ARITHMETIC_BOUND
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ2_XXS, QuantType.MXFP8_E4M3], ids=lambda q: q.type_name)
+def test_mmq_activation_dtypes_and_leading_dims(dtype: torch.dtype, qtype: QuantType) -> None:
+    rng = np.random.default_rng(fresh_seed())
+    n, k = 264, _k_for(qtype, 1024)
+    w, s = random_weight(qtype, n, k, rng, device=torch.device("cuda"))
+    x = torch.randn(3, 37, k, device="cuda", dtype=dtype)
+    y = torch.ops.lowbit.mmq(x, w, int(qtype), scales=s)
+    assert y.shape == (3, 37, n) and y.dtype == dtype
+    ref = x.double().reshape(-1, k) @ lowbit.dequantize(w, qtype, scales=s).double().T
+    assert rel_err(y.reshape(-1, n), ref) < FLOAT64_BOUND
+
+
+@pytest.mark.parametrize("m", [1, 9, 64, 65, 1000])
+def test_mmq_split_k_and_token_tiles(m: int) -> None:
+    """Few output tiles over a long K: the configuration splits K, the splits' sums meet in order."""
+    rng = np.random.default_rng(fresh_seed())
+    q = QuantType.IQ3_S
+    n, k = 130, 8192
+    w, s = random_weight(q, n, k, rng, device=torch.device("cuda"))
+    x = torch.randn(m, k, device="cuda", dtype=torch.float32)
+    y = torch.ops.lowbit.mmq(x, w, int(q), scales=s)
+    same = _mmvq_bf16_slices(x, w, q, s)
+    assert rel_err(y, same.double()) < SAME_ARITHMETIC_BOUND
+    ref64 = x.double() @ lowbit.dequantize(w, q, scales=s).double().T
+    assert rel_err(y, ref64) < FLOAT64_BOUND
+
+
+def test_mmq_is_deterministic_and_graph_replay_equals_eager() -> None:
+    rng = np.random.default_rng(fresh_seed())
+    q = QuantType.IQ4_NL
+    n, k, m = 1000, 4096, 200
+    w, s = random_weight(q, n, k, rng, device=torch.device("cuda"))
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    eager = torch.ops.lowbit.mmq(x, w, int(q), scales=s)
+    assert torch.equal(eager, torch.ops.lowbit.mmq(x, w, int(q), scales=s))
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        torch.ops.lowbit.mmq(x, w, int(q), scales=s)  # warm-up outside the capture
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        out = torch.ops.lowbit.mmq(x, w, int(q), scales=s)
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, eager)
+
+
+def test_mmq_weight_beyond_2_31_elements() -> None:
+    """N * K > 2^31: rows past element 2^31 are addressed with 64-bit offsets."""
+    rng = np.random.default_rng(fresh_seed())
+    q = QuantType.IQ1_S
+    k = 16384
+    n = (1 << 31) // k + 300
+    w, s = random_weight(q, 512, k, rng, device=torch.device("cuda"))
+    big = w.repeat(n // 512 + 1, 1)[:n].contiguous()  # ~420 MB of IQ1_S blocks
+    x = torch.randn(17, k, device="cuda", dtype=torch.bfloat16)
+    y = torch.ops.lowbit.mmq(x, big, int(q))
+    tail = big[-300:]
+    ref = x.double() @ lowbit.dequantize(tail, q).double().T
+    assert rel_err(y[:, -300:], ref) < FLOAT64_BOUND
+    head = big[:300]
+    assert rel_err(y[:, :300], x.double() @ lowbit.dequantize(head, q).double().T) < FLOAT64_BOUND
+
+
+def test_mmq_rejects_bad_arguments() -> None:
+    q = QuantType.IQ4_XS
+    w, _ = random_weight(q, 64, 256, np.random.default_rng(fresh_seed()), device=torch.device("cuda"))
+    with pytest.raises(ValueError, match="x must have shape"):
+        torch.ops.lowbit.mmq(torch.randn(4, 512, device="cuda"), w, int(q))
+    with pytest.raises((ValueError, RuntimeError), match="x must hold at least one token"):
+        torch.ops.lowbit.mmq(torch.randn(0, 256, device="cuda"), w, int(q))
+
+
+def test_linear_routes_to_mmq_in_its_measured_range() -> None:
+    q = QuantType.IQ3_XXS
+    n, k = 300, 2048
+    assert lowbit.select_kernel(q, 32, n, k, torch.device("cuda"))["kernel"] == "mmq"
+    assert lowbit.select_kernel(q, 16, n, k, torch.device("cuda"))["kernel"] == "mmvq"
+    w, s = random_weight(q, n, k, np.random.default_rng(fresh_seed()), device=torch.device("cuda"))
+    x = torch.randn(32, k, device="cuda", dtype=torch.bfloat16)
+    assert torch.equal(lowbit.linear(x, w, q), torch.ops.lowbit.mmq(x, w, int(q)))
