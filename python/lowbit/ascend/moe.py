@@ -471,20 +471,20 @@ class NpuMoE:
         assert isinstance(self.w13, MxExperts) and isinstance(self.w2, MxExperts)
         out_dtype = fp4_arg() if self.w2.fp4 else torch.float8_e4m3fn
         h, h_scale = torch_npu().npu_grouped_matmul_swiglu_quant_v2(
-                x,
-                [self.w13.weight],
-                [self.w13.scale],
-                x_scale,
-                counts.cumsum(0),
-                dequant_mode=2,
-                quant_mode=2,
-                dequant_dtype=torch.float32,
-                quant_dtype=out_dtype,
-                group_list_type=0,
-                weight_scale_dtype=fused_e8m0_arg(),
-                x_scale_dtype=fused_e8m0_arg(),
-                **self._mx_dtype_kwargs(self.w13, "x_dtype", "weight_dtype"),
-            )
+            x,
+            [self.w13.weight],
+            [self.w13.scale],
+            x_scale,
+            counts.cumsum(0),
+            dequant_mode=2,
+            quant_mode=2,
+            dequant_dtype=torch.float32,
+            quant_dtype=out_dtype,
+            group_list_type=0,
+            weight_scale_dtype=fused_e8m0_arg(),
+            x_scale_dtype=fused_e8m0_arg(),
+            **self._mx_dtype_kwargs(self.w13, "x_dtype", "weight_dtype"),
+        )
         half = self.w13.n // 2
         expected = (x.shape[0], half // 2 if self.w2.fp4 else half)
         if tuple(h.shape) != expected:

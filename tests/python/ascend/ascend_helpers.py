@@ -162,7 +162,11 @@ def check_moe_tight(
     if routed_x.dtype == torch.float8_e4m3fn:
         x_deq = _device_values(routed_x, routed_scale.view(torch.uint8).reshape(routed_x.shape[0], -1, 2))
     else:  # quantized after the routing
-        quant = [c for c in state.all("npu_dynamic_mx_quant") if c.info["input"].storage_ptr == routed_x.untyped_storage().data_ptr()][-1]
+        quant = [
+            c
+            for c in state.all("npu_dynamic_mx_quant")
+            if c.info["input"].storage_ptr == routed_x.untyped_storage().data_ptr()
+        ][-1]
         x_deq = _device_values(*quant.outputs)
     rows = int(ends[-1]) if ends else 0
     c = torch.zeros(rows, w13_deq.shape[1], dtype=torch.float64)
@@ -176,7 +180,9 @@ def check_moe_tight(
         s = _swiglu64(c, limit, alpha, beta)
         block_max = s.abs().reshape(rows, -1, 32).amax(-1).repeat_interleave(32, -1)
         step = 0.5 if h.dtype == torch.uint8 else 0.25  # saturation of the OCP floor rule, relative to the block max
-        _assert_within(h_deq, s, step * block_max + FP32_ACC_REL * c_abs.abs().amax(-1, keepdim=True), "gate/up (fused)")
+        _assert_within(
+            h_deq, s, step * block_max + FP32_ACC_REL * c_abs.abs().amax(-1, keepdim=True), "gate/up (fused)"
+        )
     else:
         gate_up = grouped[0].outputs[0][:rows]
         _assert_within(gate_up, c, BF16_REL * c.abs() + FP32_ACC_REL * c_abs, "gate/up GEMM")

@@ -130,7 +130,13 @@ def test_init_routing_sorts_stably_and_excludes_out_of_range_experts(npu) -> Non
     assert torch.equal(ex[0], x[0]) and torch.equal(ex[6], x[3])  # dst 0 <- src 1 (token 0), dst 6 <- src 6 (token 3)
     assert torch.isnan(ex[7].float()).all()  # the excluded row is not computed
     _, scatter, cumsum, _ = tnpu.npu_moe_init_routing_v2(
-        x, ids, expert_num=6, expert_tokens_num_type=0, expert_tokens_num_flag=True, row_idx_type=1, active_expert_range=[0, 3]
+        x,
+        ids,
+        expert_num=6,
+        expert_tokens_num_type=0,
+        expert_tokens_num_flag=True,
+        row_idx_type=1,
+        active_expert_range=[0, 3],
     )
     assert scatter.tolist()[:7] == [1, 4, 2, 7, 0, 3, 6] and cumsum.tolist() == [2, 4, 7]
 

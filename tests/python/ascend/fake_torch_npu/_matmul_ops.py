@@ -21,7 +21,6 @@ from ._operands import (
 )
 from ._state import STATE
 
-
 # Sources of the checks below (repository, path, commit):
 _QMM_NZ_DOC = "hicann/ops-nn matmul/quant_batch_matmul_v3/docs/aclnnQuantMatmulWeightNz.md @e5c3fa93"
 _QMM_OPAPI = "Ascend/op-plugin op_plugin/ops/opapi/QuantMatmulKernelNpuOpApi.cpp @517f2e7d"

@@ -137,7 +137,9 @@ def npu_moe_init_routing_v2(
         if not 0 <= start < end:
             raise ValueError(f"active_expert_range: must be [s, e) with 0 <= s < e, got {list(active_expert_range)}")
         if end > expert_num:
-            raise ValueError(f"active_expert_range: its end {end} must be <= expert_num = {expert_num} ({_ROUTING_DOC})")
+            raise ValueError(
+                f"active_expert_range: its end {end} must be <= expert_num = {expert_num} ({_ROUTING_DOC})"
+            )
     else:
         raise ValueError(f"active_expert_range: must be [] or [s, e], got {list(active_expert_range)}")
     if expert_tokens_num_flag and expert_tokens_num_type not in (0, 1):
@@ -282,9 +284,13 @@ def npu_moe_token_unpermute(
     if padded_mode or restore_shape is not None:
         raise NotImplementedError("padded_mode / restore_shape are not emulated")
     if permuted_tokens.dim() != 2 or permuted_tokens.dtype not in (torch.bfloat16, torch.float16, torch.float32):
-        raise ValueError(f"permuted_tokens: must be float [M, H], got {permuted_tokens.dtype} {tuple(permuted_tokens.shape)}")
+        raise ValueError(
+            f"permuted_tokens: must be float [M, H], got {permuted_tokens.dtype} {tuple(permuted_tokens.shape)}"
+        )
     if sorted_indices.dtype != torch.int32 or sorted_indices.dim() != 1:
-        raise ValueError(f"sorted_indices: must be int32 [T*k], got {sorted_indices.dtype} {tuple(sorted_indices.shape)}")
+        raise ValueError(
+            f"sorted_indices: must be int32 [T*k], got {sorted_indices.dtype} {tuple(sorted_indices.shape)}"
+        )
     if probs is not None and (probs.dim() != 2 or probs.dtype != permuted_tokens.dtype):
         raise ValueError(
             f"probs: must be [T, k] in permuted_tokens' dtype {permuted_tokens.dtype} ({_UNPERMUTE_TEST}), "
@@ -295,7 +301,9 @@ def npu_moe_token_unpermute(
     if idx.numel() % top_k or (probs is not None and idx.numel() != probs.numel()):
         raise ValueError(f"sorted_indices: {idx.numel()} entries do not match probs {tuple(probs.shape)}")
     if bool((idx < 0).any()) or bool((idx >= permuted_tokens.shape[0]).any()):
-        raise ValueError("sorted_indices: every entry must index a row of permuted_tokens (negative ones are undocumented)")
+        raise ValueError(
+            "sorted_indices: every entry must index a row of permuted_tokens (negative ones are undocumented)"
+        )
     rows = permuted_tokens.to(torch.float32)[idx].view(-1, top_k, permuted_tokens.shape[1])
     if probs is not None:
         rows = rows * probs.to(torch.float32).unsqueeze(-1)

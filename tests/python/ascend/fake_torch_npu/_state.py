@@ -49,6 +49,7 @@ class EmulatorState:
     @property
     def ascend_950(self) -> bool:
         return self.soc_version >= 260
+
     device_name: str = "Ascend950PR"
     # ascend-npu-ops.md section 2 [M]: which scale rule init-routing's MXFP8 modes use. "round_scale"
     # (master, OP commit 721697d1 onwards) or "ocp_floor" (26.1.0 docs and golden).
