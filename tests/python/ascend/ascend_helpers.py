@@ -104,7 +104,7 @@ BOUNDS_ONLINE = {  # activations and the weight quantized on the device
 }
 
 
-def _device_values(q: torch.Tensor, paired: torch.Tensor) -> torch.Tensor:
+def device_values(q: torch.Tensor, paired: torch.Tensor) -> torch.Tensor:
     """float64 [M, K] of a quantized activation (FP8, or packed FP4 uint8) with its paired E8M0 scales,
     decoded by the emulator's own decoder: independent of lowbit, so a decoder bug on either side shows."""
     from fake_torch_npu import _mx, _operands
@@ -160,14 +160,14 @@ def check_moe_tight(
     w2_deq = dequant(*w2)  # [E, H, I]
     grouped = state.all("npu_grouped_matmul")
     if routed_x.dtype == torch.float8_e4m3fn:
-        x_deq = _device_values(routed_x, routed_scale.view(torch.uint8).reshape(routed_x.shape[0], -1, 2))
+        x_deq = device_values(routed_x, routed_scale.view(torch.uint8).reshape(routed_x.shape[0], -1, 2))
     else:  # quantized after the routing
         quant = [
             c
             for c in state.all("npu_dynamic_mx_quant")
             if c.info["input"].storage_ptr == routed_x.untyped_storage().data_ptr()
         ][-1]
-        x_deq = _device_values(*quant.outputs)
+        x_deq = device_values(*quant.outputs)
     rows = int(ends[-1]) if ends else 0
     c = torch.zeros(rows, w13_deq.shape[1], dtype=torch.float64)
     c_abs = torch.zeros_like(c)
@@ -176,7 +176,7 @@ def check_moe_tight(
         c_abs[a:b] = x_deq[a:b].abs() @ w13_deq[e].abs().t()
     if "npu_grouped_matmul_swiglu_quant_v2" in state.ops():
         h, h_scale = state.last("npu_grouped_matmul_swiglu_quant_v2").outputs
-        h_deq = _device_values(h[:rows], h_scale[:rows])
+        h_deq = device_values(h[:rows], h_scale[:rows])
         s = _swiglu64(c, limit, alpha, beta)
         block_max = s.abs().reshape(rows, -1, 32).amax(-1).repeat_interleave(32, -1)
         step = 0.5 if h.dtype == torch.uint8 else 0.25  # saturation of the OCP floor rule, relative to the block max
@@ -189,7 +189,7 @@ def check_moe_tight(
         quant_h = state.last("npu_dynamic_mx_quant")
         s = _swiglu64(gate_up.to(torch.float64), limit, alpha, beta)
         _assert_within(quant_h["input"][:rows], s, BF16_REL * s.abs() + 1e-30, "SwiGLU fed to the requant")
-        h_deq = _device_values(*(t[:rows] for t in quant_h.outputs))
+        h_deq = device_values(*(t[:rows] for t in quant_h.outputs))
     down = grouped[-1]
     y = down.outputs[0]
     h_ref = torch.zeros(rows, w2_deq.shape[1], dtype=torch.float64)
