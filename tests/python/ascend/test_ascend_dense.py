@@ -16,8 +16,8 @@ from ascend_helpers import (
     BOUNDS_ONLINE,
     assert_tight,
     dequant,
-    device_values,
     dequant_paired,
+    device_values,
     rel_err,
 )
 from lowbit import QuantType
@@ -189,7 +189,6 @@ def test_offline_checkpoint_weights_pair_and_pad_their_scales(
     assert mm.info["x2"].shape == ((k // 2, n) if fp4_weight else (k, n)) and mm.info["x2"].transposed
     if scheme == "w4a8_mxfp4":
         assert npu.state.last("npu_format_cast").info["input"].shape == (n, k // 2) and mm.info["x2"].npu_format == 50
-    act = QuantType.MXFP4_SPLIT if scheme == "w4a4_mxfp4" else QuantType.MXFP8_E4M3
     x_deq = device_values(*npu.state.last("npu_dynamic_mx_quant").outputs)  # the emulator's decoder
     w_deq = dequant(data, scales, qtype)
     assert_tight(y, x_deq, w_deq, bias.to(torch.bfloat16) if scheme == "w4a8_mxfp4" else bias)
