@@ -99,6 +99,7 @@ def fused_moe(
     w13_scales: torch.Tensor | None = None,
     w2_scales: torch.Tensor | None = None,
     expert_range: Sequence[int] | None = None,
+    num_global_experts: int | None = None,
 ) -> torch.Tensor:
     """A Mixture-of-Experts layer on quantized expert weights.
 
@@ -116,6 +117,8 @@ def fused_moe(
         w13_scales, w2_scales: E8M0 scales for split MX types.
         expert_range: (start, end): this rank holds global experts [start, end) (expert
             parallelism); end - start must equal E. Default (0, E).
+        num_global_experts: the model's expert count (>= end). Required with expert_range on NPU
+            tensors (Ascend's routing op needs it); checked and otherwise unused elsewhere.
 
     Returns:
         [T, H] in x's dtype.
@@ -135,8 +138,14 @@ def fused_moe(
             w13_scales=w13_scales,
             w2_scales=w2_scales,
             expert_range=expert_range,
+            num_global_experts=num_global_experts,
         )
     rng = None if expert_range is None else [int(v) for v in expert_range]
+    if num_global_experts is not None and (rng is None or int(num_global_experts) < rng[1]):
+        raise ValueError(
+            f"num_global_experts: needs expert_range and must be >= its end, got {num_global_experts} "
+            f"with expert_range {expert_range}"
+        )
     return torch.ops.lowbit.fused_moe(
         x,
         w13,

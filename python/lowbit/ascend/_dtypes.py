@@ -78,6 +78,14 @@ def e8m0_arg() -> int | torch.dtype:
     return E8M0_CODE if _e8m0_spelling == "code" else torch.float8_e8m0fnu
 
 
+def fused_e8m0_arg() -> int:
+    """E8M0 scale dtypes of npu_grouped_matmul_swiglu_quant_v2: always the code 293, whatever the spelling
+    setting. The op compares weight_scale_dtype / x_scale_dtype with the integer DType::FLOAT8_E8M0
+    (Ascend/op-plugin op_plugin/ops/opapi/GroupedMatmulSwigluQuantV2NpuOpapi.cpp @517f2e7d), so
+    torch.float8_e8m0fnu, which arrives as ScalarType 44, is rejected."""
+    return E8M0_CODE
+
+
 def fp4_arg() -> int:
     """The value passed as x1_dtype / x2_dtype / x_dtype / weight_dtype / quant_dtype / dst_type for FP4."""
     return FP4X2_CODE

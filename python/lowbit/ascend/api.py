@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from . import _device, layout
-from .dense import NpuLinear, W4A4Mxfp4Linear, W4A8Mxfp4Linear, W8A8Mxfp8Linear
+from .dense import NpuLinear, W4A4Mxfp4Linear, W4A8Mxfp4Linear, W8A8Mxfp8Linear, w4a8_n_problem
 from .moe import MxExperts, NpuMoE
 
 # lowbit's quant type ids (python/lowbit/_types.py): the MX types this backend covers.
@@ -23,7 +23,8 @@ _TYPE_NAMES = {"mxfp4": MXFP4_GGUF, "mxfp8_e4m3": MXFP8_E4M3, "mxfp4_split": MXF
 COVERED_TYPES = tuple(_TYPE_NAMES)
 
 # Which dense scheme the stateless API uses for MXFP4 weights: FP8 activations (W4A8, the more accurate
-# of the two) or FP4 activations ("w4a4_mxfp4"). Prepared layers (lowbit.ascend.prepare_linear) choose freely.
+# of the two) or FP4 activations ("w4a4_mxfp4"). A weight whose N breaks the W4A8 rule (N % 8) runs W4A4.
+# Prepared layers (lowbit.ascend.prepare_linear) choose freely.
 MXFP4_LINEAR_SCHEME = "w4a8_mxfp4"
 
 QTypeLike = int | str
@@ -132,19 +133,21 @@ def linear(
         bias: optional [N].
 
     Returns:
-        [..., N] in x's dtype. MXFP8 weights run W8A8 MXFP8; MXFP4 weights run MXFP4_LINEAR_SCHEME.
+        [..., N] in x's dtype. MXFP8 weights run W8A8 MXFP8; MXFP4 weights run MXFP4_LINEAR_SCHEME (W4A4
+        when N % 8 != 0, which W4A8 cannot take).
     """
     _require_npu(x)
     q = quant_type_id(qtype)
-    scheme_cls = (
-        W8A8Mxfp8Linear
-        if q == MXFP8_E4M3
-        else (W4A8Mxfp4Linear if MXFP4_LINEAR_SCHEME == "w4a8_mxfp4" else W4A4Mxfp4Linear)
-    )
+    if q == MXFP8_E4M3:
+        scheme_cls: type[NpuLinear] = W8A8Mxfp8Linear
+    elif MXFP4_LINEAR_SCHEME == "w4a8_mxfp4" and not (w.dim() >= 1 and w4a8_n_problem(w.shape[0])):
+        scheme_cls = W4A8Mxfp4Linear
+    else:
+        scheme_cls = W4A4Mxfp4Linear
 
     def make() -> NpuLinear:
         elements, split_scales, _ = _split_mx(q, _detached(w, x.device), _detached(scales, x.device), "w", "scales")
-        return scheme_cls.from_checkpoint(elements, split_scales)
+        return scheme_cls.from_checkpoint(elements, split_scales)  # type: ignore[attr-defined]
 
     prepared: NpuLinear = _CACHE.get_or_make((w, scales), ("linear", q, scheme_cls.__name__), make)
     return prepared.forward(x, bias=None if bias is None else bias.to(x.device))
@@ -163,6 +166,7 @@ def fused_moe(
     w13_scales: torch.Tensor | None = None,
     w2_scales: torch.Tensor | None = None,
     expert_range: Sequence[int] | None = None,
+    num_global_experts: int | None = None,
 ) -> torch.Tensor:
     """A Mixture-of-Experts layer on the NPU, for lowbit's MX weight types (same contract as lowbit.fused_moe).
 
@@ -175,6 +179,8 @@ def fused_moe(
         w13_scales, w2_scales: E8M0 [E, N, K/32] for the split types.
         expert_range: (start, end): the weights hold global experts [start, end); runs the
             expert-parallel variant (bf16 dispatch, quantization inside). None: the tensor-parallel path.
+        num_global_experts: the model's expert count; required with expert_range (the routing op takes it
+            as expert_num, and ids must lie below it).
 
     Returns:
         [T, H] in x's dtype.
@@ -192,4 +198,10 @@ def fused_moe(
         return NpuMoE(MxExperts.from_checkpoint(e13, s13, k13, "w13"), MxExperts.from_checkpoint(e2, s2, k2, "w2"))
 
     prepared: NpuMoE = _CACHE.get_or_make((w13, w13_scales, w2, w2_scales), ("moe", a, b), make)
-    return prepared(x, topk_weights.to(x.device), topk_ids.to(x.device), expert_range=expert_range)
+    return prepared(
+        x,
+        topk_weights.to(x.device),
+        topk_ids.to(x.device),
+        expert_range=expert_range,
+        num_global_experts=num_global_experts,
+    )

@@ -35,13 +35,27 @@ def _check_float(t: torch.Tensor, arg: str) -> None:
         raise ValueError(f"{arg}: must be bfloat16, float16 or float32, got {t.dtype}")
 
 
+# W4A8 (FP8 x FP4) needs K and N multiples of 8 (hicann/ops-nn
+# matmul/quant_batch_matmul_v3/docs/aclnnQuantMatmulWeightNz.md @e5c3fa93, MX A8W4 constraints).
+W4A8_ALIGNMENT = 8
+
+
 def _bias_fp32(bias: torch.Tensor | None, n: int) -> torch.Tensor | None:
-    """The MX matmuls take a float32 [N] bias."""
+    """The layer keeps its bias as float32 [N]; each scheme converts it to what its op takes."""
     if bias is None:
         return None
+    if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
+        raise ValueError(f"bias: must be a floating tensor [N] = [{n}], got {bias!r:.80}")
     if tuple(bias.shape) != (n,):
         raise ValueError(f"bias: must be [N] = [{n}], got {tuple(bias.shape)}")
     return bias.to(torch.float32).contiguous()
+
+
+def w4a8_n_problem(n: int) -> str | None:
+    """Why N cannot run W4A8 MXFP4 (N % 8 != 0), or None."""
+    if n % W4A8_ALIGNMENT:
+        return f"N = {n} is not a multiple of {W4A8_ALIGNMENT} (W4A8 MXFP4 matmul rule)"
+    return None
 
 
 def _check_split_weight(weight: torch.Tensor, weight_scale: torch.Tensor, fp4: bool) -> tuple[int, int]:
@@ -84,8 +98,13 @@ class NpuLinear:
         bias32 = self.bias if bias is None else _bias_fp32(bias, self.out_features)
         x2d = x.reshape(-1, self.in_features)
         out_dtype = x.dtype if x.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
-        y = self._matmul(x2d, out_dtype, bias32)
+        y = self._matmul(x2d, out_dtype, None if bias32 is None else self._op_bias(bias32, out_dtype))
         return y.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
+
+    def _op_bias(self, bias32: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+        """The bias as this scheme's op takes it: float32 [N] for the full MX matmuls (aclnnQuantMatmulV5
+        MX full quantization: null / FLOAT32, (n,))."""
+        return bias32
 
     def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
         raise NotImplementedError
@@ -219,9 +238,23 @@ class W4A8Mxfp4Linear(W4A4Mxfp4Linear):
     scheme = "w4a8_mxfp4"
 
     def __init__(self, stored: torch.Tensor, paired_scale: torch.Tensor, bias: torch.Tensor | None) -> None:
+        problem = w4a8_n_problem(stored.shape[0])
+        if problem:
+            raise ValueError(f"weight: {problem}; use scheme 'w4a4_mxfp4'")
         NpuLinear.__init__(self, 2 * stored.shape[1], stored.shape[0], bias)
+        self._bias_by_dtype: dict[torch.dtype, torch.Tensor] = {}
         self.weight = layout.nz_cast_then_transpose(stored, customize_dtype=torch.float8_e4m3fn, input_dtype=fp4_arg())
         self.scale = layout.logical_scale(paired_scale)
+
+    def _op_bias(self, bias32: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+        """The A8W4 MX contract: the bias in the output dtype (bf16 / fp16), shape [1, N] (hicann/ops-nn
+        matmul/quant_batch_matmul_v3/docs/aclnnQuantMatmulWeightNz.md @e5c3fa93). The prepared bias is
+        converted once per output dtype; a per-call bias each call."""
+        if bias32 is not self.bias:
+            return bias32.to(out_dtype).reshape(1, -1)
+        if out_dtype not in self._bias_by_dtype:
+            self._bias_by_dtype[out_dtype] = bias32.to(out_dtype).reshape(1, -1).contiguous()
+        return self._bias_by_dtype[out_dtype]
 
     def _matmul(self, x2d: torch.Tensor, out_dtype: torch.dtype, bias: torch.Tensor | None) -> torch.Tensor:
         return _mx_quant_matmul(
@@ -290,12 +323,13 @@ def prepare_linear(
             uint8 / int8 / float4_e2m1fn_x2 [N, K/2] (MXFP4).
         scheme: one of SCHEMES.
         weight_scale: offline only: E8M0 [N, K/32] (uint8 or float8_e8m0fnu). None means online.
-        bias: optional [N], kept as float32.
+        bias: optional [N], kept as float32 and passed as each scheme's op takes it (float32 [N]; W4A8:
+            the output dtype, [1, N]).
         name: the layer's name, for the fallback log line.
 
     Returns:
         The prepared layer; a Bf16Linear (logged at WARNING) when an online weight's K breaks the MX
-        alignment rule.
+        alignment rule, or its N the W4A8 rule (N % 8). An offline W4A8 weight with N % 8 != 0 raises.
     """
     if scheme not in _CLASSES:
         raise ValueError(f"scheme: must be one of {SCHEMES}, got {scheme!r}")
@@ -305,6 +339,8 @@ def prepare_linear(
         if weight.dim() != 2:
             raise ValueError(f"weight: must be 2-D [N, K], got shape {tuple(weight.shape)}")
         problem = layout.k_alignment_problem(weight.shape[1], fp4=scheme != "w8a8_mxfp8")
+        if not problem and scheme == "w4a8_mxfp4":
+            problem = w4a8_n_problem(weight.shape[0])
         if problem:
             logger.warning("layer %s runs in bf16 instead of %s: %s", name or "<unnamed>", scheme, problem)
             return Bf16Linear(weight, bias, problem)

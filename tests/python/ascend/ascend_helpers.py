@@ -102,3 +102,113 @@ BOUNDS_ONLINE = {  # activations and the weight quantized on the device
     "w4a4_mxfp4": 2 * E2M1_REL,
     "w4a4_mxfp4_dual": 2 * E2M1_REL,
 }
+
+
+def device_values(q: torch.Tensor, paired: torch.Tensor) -> torch.Tensor:
+    """float64 [M, K] of a quantized activation (FP8, or packed FP4 uint8) with its paired E8M0 scales,
+    decoded by the emulator's own decoder: independent of lowbit, so a decoder bug on either side shows."""
+    from fake_torch_npu import _mx, _operands
+
+    kind = "float4_e2m1fn_x2" if q.dtype == torch.uint8 else "float8_e4m3fn"
+    values = _operands.lhs_values(q, kind)
+    codes = _operands.lhs_block_codes(paired.view(torch.uint8), values.shape[0], values.shape[1], "scale")
+    return _mx.dequantize_last(values, codes)
+
+
+def _swiglu64(gu: torch.Tensor, limit: float | None, alpha: float, beta: float) -> torch.Tensor:
+    half = gu.shape[-1] // 2
+    g, u = gu[:, :half], gu[:, half:]
+    if limit is not None:
+        g, u = g.clamp(max=limit), u.clamp(-limit, limit)
+    return g * torch.sigmoid(alpha * g) * (u + beta)
+
+
+def _assert_within(got: torch.Tensor, ref: torch.Tensor, bound: torch.Tensor, what: str) -> None:
+    err = (got.to(torch.float64) - ref).abs()
+    worst = float((err / (bound + 1e-30)).max()) if err.numel() else 0.0
+    assert worst <= 1.0 and torch.isfinite(got.to(torch.float64)).all(), f"{what}: {worst:.3g}x the bound"
+
+
+def check_moe_tight(
+    npu: object,
+    x: torch.Tensor,
+    topk_weights: torch.Tensor,
+    topk_ids: torch.Tensor,
+    w13: tuple[torch.Tensor, torch.Tensor, QuantType],
+    w2: tuple[torch.Tensor, torch.Tensor, QuantType],
+    out: torch.Tensor,
+    *,
+    expert_range: tuple[int, int] | None = None,
+    limit: float | None = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+) -> None:
+    """Per element, every stage of an MX MoE call the emulator logged, against float64 products of the
+    operands the device saw: activations as the emulator quantized them (its own decoder), weights from
+    the checkpoint (elements, [E, N, K/32] scales, type) decoded by lowbit.
+      1. gate/up: C = x_q W13_e^T per group; fused: h (requantized) within one requant step of
+         swiglu(C) per 32-block; unfused: the bf16 GEMM output tight, then its SwiGLU is what was quantized;
+      2. down: y = h_q W2_e^T per group, tight (bf16 output rounding + fp32 accumulation);
+      3. combine: out[t] = sum_j w[t, j] y[row(t, j)] within bf16 rounding of the terms."""
+    state = npu.state  # type: ignore[attr-defined]
+    route = state.last("npu_moe_init_routing_v2")
+    routed_x, row_idx, counts, routed_scale = route.outputs
+    start = 0 if expert_range is None else expert_range[0]
+    ends = counts.cumsum(0).tolist()
+    bounds = list(zip([0] + ends[:-1], ends, strict=True))
+    w13_deq = dequant(*w13)  # [E, 2I, H]
+    w2_deq = dequant(*w2)  # [E, H, I]
+    grouped = state.all("npu_grouped_matmul")
+    if routed_x.dtype == torch.float8_e4m3fn:
+        x_deq = device_values(routed_x, routed_scale.view(torch.uint8).reshape(routed_x.shape[0], -1, 2))
+    else:  # quantized after the routing
+        quant = [
+            c
+            for c in state.all("npu_dynamic_mx_quant")
+            if c.info["input"].storage_ptr == routed_x.untyped_storage().data_ptr()
+        ][-1]
+        x_deq = device_values(*quant.outputs)
+    rows = int(ends[-1]) if ends else 0
+    c = torch.zeros(rows, w13_deq.shape[1], dtype=torch.float64)
+    c_abs = torch.zeros_like(c)
+    for e, (a, b) in enumerate(bounds):
+        c[a:b] = x_deq[a:b] @ w13_deq[e].t()
+        c_abs[a:b] = x_deq[a:b].abs() @ w13_deq[e].abs().t()
+    if "npu_grouped_matmul_swiglu_quant_v2" in state.ops():
+        h, h_scale = state.last("npu_grouped_matmul_swiglu_quant_v2").outputs
+        h_deq = device_values(h[:rows], h_scale[:rows])
+        s = _swiglu64(c, limit, alpha, beta)
+        block_max = s.abs().reshape(rows, -1, 32).amax(-1).repeat_interleave(32, -1)
+        step = 0.5 if h.dtype == torch.uint8 else 0.25  # saturation of the OCP floor rule, relative to the block max
+        _assert_within(
+            h_deq, s, step * block_max + FP32_ACC_REL * c_abs.abs().amax(-1, keepdim=True), "gate/up (fused)"
+        )
+    else:
+        gate_up = grouped[0].outputs[0][:rows]
+        _assert_within(gate_up, c, BF16_REL * c.abs() + FP32_ACC_REL * c_abs, "gate/up GEMM")
+        quant_h = state.last("npu_dynamic_mx_quant")
+        s = _swiglu64(gate_up.to(torch.float64), limit, alpha, beta)
+        _assert_within(quant_h["input"][:rows], s, BF16_REL * s.abs() + 1e-30, "SwiGLU fed to the requant")
+        h_deq = device_values(*(t[:rows] for t in quant_h.outputs))
+    down = grouped[-1]
+    y = down.outputs[0]
+    h_ref = torch.zeros(rows, w2_deq.shape[1], dtype=torch.float64)
+    h_abs = torch.zeros_like(h_ref)
+    for e, (a, b) in enumerate(bounds):
+        h_ref[a:b] = h_deq[a:b] @ w2_deq[e].t()
+        h_abs[a:b] = h_deq[a:b].abs() @ w2_deq[e].abs().t()
+    _assert_within(y[:rows], h_ref, BF16_REL * h_ref.abs() + FP32_ACC_REL * h_abs, "down GEMM")
+    tokens, top_k = topk_ids.shape
+    idx = row_idx.to(torch.int64).view(tokens, top_k)
+    experts = w13_deq.shape[0]
+    local = (topk_ids.to(torch.int64) - start >= 0) & (topk_ids.to(torch.int64) - start < experts)
+    y64 = y.to(torch.float64)
+    ref = torch.zeros(tokens, y.shape[1], dtype=torch.float64)
+    ref_abs = torch.zeros_like(ref)
+    for t in range(tokens):
+        for j in range(top_k):
+            if local[t, j]:
+                term = float(topk_weights[t, j]) * y64[int(idx[t, j])]
+                ref[t] += term
+                ref_abs[t] += term.abs()
+    _assert_within(out, ref, 2 * BF16_REL * ref_abs + 1e-30, "combine")

@@ -119,7 +119,7 @@ def test_init_routing_sorts_stably_and_excludes_out_of_range_experts(npu) -> Non
         x,
         ids,
         active_num=8,
-        expert_num=3,
+        expert_num=6,
         expert_tokens_num_type=1,
         expert_tokens_num_flag=True,
         active_expert_range=[0, 3],
@@ -130,7 +130,13 @@ def test_init_routing_sorts_stably_and_excludes_out_of_range_experts(npu) -> Non
     assert torch.equal(ex[0], x[0]) and torch.equal(ex[6], x[3])  # dst 0 <- src 1 (token 0), dst 6 <- src 6 (token 3)
     assert torch.isnan(ex[7].float()).all()  # the excluded row is not computed
     _, scatter, cumsum, _ = tnpu.npu_moe_init_routing_v2(
-        x, ids, expert_num=3, expert_tokens_num_type=0, expert_tokens_num_flag=True, row_idx_type=1
+        x,
+        ids,
+        expert_num=6,
+        expert_tokens_num_type=0,
+        expert_tokens_num_flag=True,
+        row_idx_type=1,
+        active_expert_range=[0, 3],
     )
     assert scatter.tolist()[:7] == [1, 4, 2, 7, 0, 3, 6] and cumsum.tolist() == [2, 4, 7]
 
@@ -203,7 +209,11 @@ def test_nz_tiles_follow_the_tile_rule_and_views_keep_the_format(npu, trng) -> N
     assert tnpu.get_npu_format(nz) == 29 and tnpu.get_npu_format(nz.t()) == 29
     assert tnpu.get_npu_format(nz.view(torch.int8)) == 29
     assert tnpu.get_npu_format(nz.t().contiguous()) == 2 and tnpu.get_npu_format(t) == 2
-    skipped = tnpu.npu_format_cast(t.t(), 29)  # a view: torch_npu skips the cast
+    cast_view = tnpu.npu_format_cast(t.t(), 29)  # Ascend 950: a view is cast as its logical (ND) values
+    assert tnpu.get_npu_format(cast_view) == 29 and not npu.state.calls[-1].args["skipped"]
+    assert cast_view.is_contiguous() and torch.equal(cast_view, t.t())  # NZ of [70, 37], not a transpose view
+    npu.state.soc_version = 223  # the 910B path skips the cast of a view (IsViewTensor)
+    skipped = tnpu.npu_format_cast(t.t(), 29)
     assert tnpu.get_npu_format(skipped) == 2 and npu.state.calls[-1].args["skipped"]
 
 

@@ -11,7 +11,7 @@ import lowbit
 import lowbit.ascend as ascend
 import pytest
 import torch
-from ascend_helpers import E2M1_REL, E4M3_REL, dequant, moe_reference, random_topk, rel_err
+from ascend_helpers import E2M1_REL, E4M3_REL, check_moe_tight, dequant, moe_reference, random_topk, rel_err, unpair
 from lowbit import QuantType
 
 E8M0, FP4 = 293, 296
@@ -82,12 +82,15 @@ def test_tp_mxfp8_chain_and_contracts(npu, trng) -> None:
     assert down.info["scale"][0].shape == (experts, 1, hidden, 2)
     assert down["scale_dtype"] == E8M0 and down["per_token_scale_dtype"] == E8M0
     assert fin["drop_pad_mode"] == 2 and torch.equal(fin["expanded_src_to_dst_row"], row_idx)
-    assert torch.equal(fin["scales"], weights) and torch.equal(fin["export_for_source_row"], ids)
+    assert torch.equal(fin["scales"], weights.to(torch.bfloat16)) and torch.equal(fin["export_for_source_row"], ids)
     ref = lowbit.fused_moe(
         x.float(), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2
     )
     assert out.dtype == torch.bfloat16 and out.shape == (tokens, hidden)
     assert rel_err(out, ref) <= _moe_bound(QuantType.MXFP8_E4M3, QuantType.MXFP8_E4M3)
+    assert fin["scales"].dtype == torch.bfloat16  # the weights in the rows' dtype
+    t8 = QuantType.MXFP8_E4M3
+    check_moe_tight(npu, x, weights, ids, (d13, s13, t8), (d2, s2, t8), out)
 
 
 @pytest.mark.parametrize(
@@ -107,6 +110,17 @@ def test_tp_mxfp4_and_mixed_types(npu, trng, t13: QuantType, t2: QuantType) -> N
     out = ascend.fused_moe(npu.to(x), d13, d2, weights, ids, w13_type=t13, w2_type=t2, w13_scales=s13, w2_scales=s2)
     fp4_in, fp4_mid = t13 == QuantType.MXFP4_SPLIT, t2 == QuantType.MXFP4_SPLIT
     expected = ["npu_moe_init_routing_v2"] + (["npu_dynamic_mx_quant"] if fp4_in else [])
+    if not fp4_in and fp4_mid:  # FP8 in, FP4 out: the fused op cannot, so gate/up runs unfused
+        assert npu.ops() == expected + [
+            "npu_grouped_matmul",
+            "npu_dynamic_mx_quant",
+            "npu_grouped_matmul",
+            "npu_moe_finalize_routing",
+        ]
+        down = npu.state.last("npu_grouped_matmul")
+        assert npu.state.last("npu_dynamic_mx_quant")["dst_type"] == FP4 and down["x_dtype"] == FP4
+        check_moe_tight(npu, x, weights, ids, (d13, s13, t13), (d2, s2, t2), out)
+        return
     assert npu.ops() == expected + [
         "npu_grouped_matmul_swiglu_quant_v2",
         "npu_grouped_matmul",
@@ -132,6 +146,7 @@ def test_tp_mxfp4_and_mixed_types(npu, trng, t13: QuantType, t2: QuantType) -> N
     assert down["group_list_type"] == 1 and gate_up["group_list_type"] == 0
     ref = lowbit.fused_moe(x.float(), d13, d2, weights, ids, w13_type=t13, w2_type=t2, w13_scales=s13, w2_scales=s2)
     assert rel_err(out, ref) <= _moe_bound(t13, t2)
+    check_moe_tight(npu, x, weights, ids, (d13, s13, t13), (d2, s2, t2), out)
 
 
 def test_gguf_mxfp4_experts_convert_to_split(npu, trng) -> None:
@@ -166,6 +181,8 @@ def test_tp_invalid_ids_contribute_zero(npu, trng) -> None:
     assert (fin["expanded_src_to_dst_row"] >= 0).all()  # finalize never sees an excluded row
     assert fin["scales"][1, 0] == 0 and fin["scales"][2, 1] == 0
     assert (out[4] == 0).all()
+    t8 = QuantType.MXFP8_E4M3
+    check_moe_tight(npu, x, weights, ids, (d13, s13, t8), (d2, s2, t8), out)
     ref = lowbit.fused_moe(
         x.float(), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2
     )
@@ -214,6 +231,8 @@ def test_swiglu_limit_runs_outside_the_fused_op(npu, trng) -> None:
     bound = 2 * E4M3_REL
     assert rel_err(out, ref) <= bound
     assert rel_err(unclamped, ref) > 2 * bound  # the limit matters at this size, so the check above means something
+    t8 = QuantType.MXFP8_E4M3
+    check_moe_tight(npu, x, weights, ids, (d13, s13, t8), (d2, s2, t8), out, limit=limit)
 
 
 def test_intermediate_not_multiple_of_64_uses_the_unfused_form(npu, trng, caplog) -> None:
@@ -252,6 +271,9 @@ def test_online_experts_are_quantized_on_the_device(npu, trng, scheme: str) -> N
     ref = moe_reference(x, w13, w2, weights, ids)
     assert rel_err(out, ref) <= 4 * rel  # x, w13, h and w2 quantized
     assert moe.w13.weight.untyped_storage().data_ptr() == q13.outputs[0].untyped_storage().data_ptr()
+    qtype = QuantType.MXFP4_SPLIT if fp4 else QuantType.MXFP8_E4M3
+    (e13, p13), (e2, p2) = q13.outputs, q2.outputs
+    check_moe_tight(npu, x, weights, ids, (e13, unpair(p13, hidden), qtype), (e2, unpair(p2, inter), qtype), out)
 
 
 def test_online_experts_with_misaligned_k_fall_back_to_bf16(npu, trng, caplog) -> None:
@@ -300,6 +322,7 @@ def test_ep_dispatches_bf16_and_quantizes_inside(npu, trng, t13: QuantType) -> N
         w13_scales=s13,
         w2_scales=s2,
         expert_range=(start, end),
+        num_global_experts=global_experts,
     )
     assert npu.ops() == [
         "npu_moe_init_routing_v2",
@@ -315,8 +338,11 @@ def test_ep_dispatches_bf16_and_quantizes_inside(npu, trng, t13: QuantType) -> N
     assert quant["dst_type"] == (FP4 if t13 == QuantType.MXFP4_SPLIT else torch.float8_e4m3fn)
     assert torch.equal(gate_up["group_list"], counts.cumsum(0)) and torch.equal(down["group_list"], counts)
     local_pairs = int(((ids >= start) & (ids < end)).sum())
-    assert int(counts.sum()) == local_pairs < tokens * top_k  # rows of other ranks' experts are not computed
+    # rows of other ranks' experts are not computed; the invalid id runs on a local expert with weight 0
+    assert int(counts.sum()) == local_pairs + 1 < tokens * top_k
     assert (out[0] == 0).all()
+    assert route["expert_num"] == global_experts  # the global count: every id lies below it
+    check_moe_tight(npu, x, weights, ids, (d13, s13, t13), (d2, s2, t13), out, expert_range=(start, end))
     ref = lowbit.fused_moe(
         x.float(),
         d13,
@@ -377,3 +403,6 @@ def test_fp32_and_fp16_activations_keep_their_dtype(npu, trng) -> None:
             npu.to(x), d13, d2, weights, ids, w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2
         )
         assert out.dtype == dtype and out.shape == (3, 64) and torch.isfinite(out).all()
+        t8 = QuantType.MXFP8_E4M3
+        check_moe_tight(npu, x.to(torch.bfloat16), weights, ids, (d13, s13, t8), (d2, s2, t8), out)
+        npu.reset_log()

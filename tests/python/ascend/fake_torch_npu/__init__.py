@@ -16,6 +16,7 @@ from ._moe_ops import (
     npu_grouped_matmul_swiglu_quant_v2,
     npu_moe_finalize_routing,
     npu_moe_init_routing_v2,
+    npu_moe_token_unpermute,
 )
 from ._quant_ops import get_npu_format, npu_dynamic_dual_level_mx_quant, npu_dynamic_mx_quant, npu_format_cast
 from ._state import STATE, Call, EmulatorState, TensorInfo
@@ -44,5 +45,6 @@ __all__ = [
     "npu_grouped_matmul_swiglu_quant_v2",
     "npu_moe_finalize_routing",
     "npu_moe_init_routing_v2",
+    "npu_moe_token_unpermute",
     "npu_quant_matmul",
 ]

@@ -8,7 +8,7 @@ import torch
 
 from . import _mx
 from ._dtypes import FP4X2, check_e8m0_tensor
-from ._nz import FORMAT_NZ
+from ._nz import FORMAT_NZ, NZ_FORMATS
 from ._operands import (
     element_kind,
     lhs_block_codes,
@@ -21,13 +21,50 @@ from ._operands import (
 )
 from ._state import STATE
 
+# Sources of the checks below (repository, path, commit):
+_QMM_NZ_DOC = "hicann/ops-nn matmul/quant_batch_matmul_v3/docs/aclnnQuantMatmulWeightNz.md @e5c3fa93"
+_QMM_OPAPI = "Ascend/op-plugin op_plugin/ops/opapi/QuantMatmulKernelNpuOpApi.cpp @517f2e7d"
+
 
 def _check_bias(bias: torch.Tensor | None, n: int) -> torch.Tensor | None:
+    """MX full quantization: null / FLOAT32 bias of shape (n,) (_QMM_NZ_DOC, MX table)."""
     if bias is None:
         return None
     if bias.dtype != torch.float32 or tuple(bias.shape) != (n,):
-        raise ValueError(f"bias: MX matmuls take a float32 [N] = [{n}] bias, got {bias.dtype} {tuple(bias.shape)}")
+        raise ValueError(
+            f"bias: MX full quantization takes a float32 [N] = [{n}] bias, got {bias.dtype} {tuple(bias.shape)} "
+            f"({_QMM_NZ_DOC})"
+        )
     return bias
+
+
+def _check_a8w4_bias(bias: torch.Tensor | None, n: int, out_dtype: torch.dtype) -> torch.Tensor | None:
+    """MX A8W4 (FP8 x FP4): bias null / BFLOAT16 / FLOAT16, the output dtype, shape (1, n) (_QMM_NZ_DOC)."""
+    if bias is None:
+        return None
+    if bias.dtype != out_dtype or tuple(bias.shape) != (1, n):
+        raise ValueError(
+            f"bias: W4A8 (FP8 x FP4) takes the bias in the output dtype {out_dtype}, shape [1, N] = [1, {n}], "
+            f"got {bias.dtype} {tuple(bias.shape)} ({_QMM_NZ_DOC})"
+        )
+    return bias.reshape(n)
+
+
+def _transposed_dims(t: torch.Tensor, dim: int) -> bool:
+    """is_transpose_certain_two_dims (_QMM_OPAPI): stride(dim + 1) == stride(dim) * size(dim)."""
+    return t.stride(dim + 1) == t.stride(dim) * t.size(dim)
+
+
+def _same_transpose(x: torch.Tensor, scale: torch.Tensor, dim_x: int, dim_scale: int) -> bool:
+    """is_x_scale_same_transpose (_QMM_OPAPI): a matrix and its scale agree on transposition, unless one of
+    them has both checked dims of size 1."""
+    if x.dim() < dim_x + 2 or scale.dim() < dim_scale + 2:
+        return True
+    if x.size(dim_x) == 1 and x.size(dim_x + 1) == 1:
+        return True
+    if scale.size(dim_scale) == 1 and scale.size(dim_scale + 1) == 1:
+        return True
+    return _transposed_dims(x, dim_x) == _transposed_dims(scale, dim_scale)
 
 
 def npu_quant_matmul(
@@ -94,8 +131,17 @@ def npu_quant_matmul(
     check_e8m0_tensor(scale, scale_dtype, "scale", "scale_dtype")
     check_e8m0_tensor(pertoken_scale, pertoken_scale_dtype, "pertoken_scale", "pertoken_scale_dtype")
     out_dtype = output_dtype_of(output_dtype, "output_dtype", ("bfloat16", "float16"))
+    # MX scales are 3-D, so the checked dims are the first two of each scale (_QMM_OPAPI, need_check_trans).
+    if pertoken_scale.dim() >= 2 and scale.dim() >= 2:
+        if not _same_transpose(x1, pertoken_scale, x1.dim() - 2, max(pertoken_scale.dim() - 3, 0)):
+            raise ValueError(f"x1 / pertoken_scale: their transposes are not the same ({_QMM_OPAPI})")
+        if not _same_transpose(x2, scale, x2.dim() - 2, max(scale.dim() - 3, 0)):
+            raise ValueError(
+                f"x2 / scale: their transposes are not the same (a transposed weight needs the transposed "
+                f"[G, N, 2] view of its [N, G, 2] scale) ({_QMM_OPAPI})"
+            )
 
-    nz = STATE.format_of(x2) == FORMAT_NZ
+    nz = STATE.format_of(x2) in NZ_FORMATS  # is_nz_format (_QMM_OPAPI): FRACTAL_NZ, NZ_C0_4, NZ_C0_16
     xv = lhs_values(x1, x1_kind)
     wv, transposed = rhs_values(x2, x2_kind)
     if nz and not transposed:
@@ -110,14 +156,14 @@ def npu_quant_matmul(
         raise ValueError(f"x1 / x2: inner dims differ (K = {k} from x1, {k2} from x2)")
     if FP4X2 in (x1_kind, x2_kind) and k <= 2:
         raise ValueError(f"FP4 operands need K > 2, got {k}")
-    if w4a8 and k % 8:
-        raise ValueError(f"W4A8 needs K % 8 == 0, got K = {k}")
+    if w4a8 and (k % 8 or n % 8):
+        raise ValueError(f"W4A8 (FP8 x FP4) needs K % 8 == 0 and N % 8 == 0, got K = {k}, N = {n} ({_QMM_NZ_DOC})")
     x_codes = lhs_block_codes(pertoken_scale, m, k, "pertoken_scale")
     w_codes = rhs_block_codes(scale, (), k, n, "scale")
     y = mx_matmul(xv, x_codes, wv, w_codes)
-    bias = _check_bias(bias, n)
+    bias = _check_a8w4_bias(bias, n, out_dtype) if w4a8 else _check_bias(bias, n)
     if bias is not None:
-        y = y + bias
+        y = y + bias.to(torch.float32)
     out = y.to(out_dtype)
     STATE.calls[-1].outputs = out
     return out

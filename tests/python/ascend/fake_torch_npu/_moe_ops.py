@@ -13,7 +13,7 @@ import torch
 
 from . import _mx
 from ._dtypes import FP4X2, check_e8m0_tensor, dtype_name, require_dtype
-from ._nz import FORMAT_NZ
+from ._nz import NZ_FORMATS
 from ._operands import (
     element_kind,
     lhs_block_codes,
@@ -26,6 +26,13 @@ from ._operands import (
 from ._state import STATE
 
 MAX_GROUPS = 1024
+# Sources of the checks below (repository, path, commit):
+_ROUTING_DOC = "Ascend/op-plugin docs/en/custom_APIs/torch_npu/torch_npu-npu_moe_init_routing_v2.md @6ffd6e22"
+_FINALIZE_DOC = "Ascend/op-plugin docs/en/custom_APIs/torch_npu/torch_npu-npu_moe_finalize_routing.md @6ffd6e22"
+_GMM_SWIGLU_MASTER = "Ascend/op-plugin op_plugin/ops/opapi/GroupedMatmulSwigluQuantV2NpuOpapi.cpp @517f2e7d"
+_GMM_SWIGLU_260 = "Ascend/op-plugin op_plugin/ops/opapi/GroupedMatmulSwigluQuantV2NpuOpapi.cpp @6ffd6e22 (26.0.0)"
+_UNPERMUTE_TEST = "Ascend/op-plugin test/test_custom_ops/test_npu_moe_token_permute_and_unpermute.py @517f2e7d"
+E8M0_CODE, FP4_CODE, HIFLOAT8_CODE = 293, 296, 290
 
 
 def _poison_(t: torch.Tensor, start: int) -> torch.Tensor:
@@ -129,6 +136,10 @@ def npu_moe_init_routing_v2(
         start, end = int(active_expert_range[0]), int(active_expert_range[1])
         if not 0 <= start < end:
             raise ValueError(f"active_expert_range: must be [s, e) with 0 <= s < e, got {list(active_expert_range)}")
+        if end > expert_num:
+            raise ValueError(
+                f"active_expert_range: its end {end} must be <= expert_num = {expert_num} ({_ROUTING_DOC})"
+            )
     else:
         raise ValueError(f"active_expert_range: must be [] or [s, e], got {list(active_expert_range)}")
     if expert_tokens_num_flag and expert_tokens_num_type not in (0, 1):
@@ -136,6 +147,11 @@ def npu_moe_init_routing_v2(
 
     tokens, k = expert_idx.shape
     flat = expert_idx.reshape(-1).to(torch.int64)
+    if expert_num > 0 and flat.numel() and int(flat.max()) > expert_num:
+        raise ValueError(
+            f"expert_idx: holds id {int(flat.max())} > expert_num = {expert_num}; the expert ID must be less than "
+            f"or equal to the expert count ({_ROUTING_DOC})"
+        )
     valid = (flat >= start) & (flat < end)
     sort_key = torch.where(valid, flat, torch.iinfo(torch.int64).max)
     order = torch.sort(sort_key, stable=True).indices  # dst -> src
@@ -213,6 +229,14 @@ def npu_moe_finalize_routing(
         raise NotImplementedError(f"drop_pad_mode={drop_pad_mode}: only 0 and 2 (dropless) are emulated")
     if scales is None or scales.dim() != 2:
         raise ValueError("scales: must be the [T, k] top-k weights")
+    rows_dtype = expanded_permuted_rows.dtype
+    # torch_npu doc: scales' dtype "must be identical to that of expanded_permuted_rows"; the V2 kernel doc
+    # (ops-transformer moe-finalize-routing-v2) also allows bf16 rows with float32 scales.
+    if scales.dtype != rows_dtype and not (rows_dtype == torch.bfloat16 and scales.dtype == torch.float32):
+        raise ValueError(
+            f"scales: must have the rows' dtype {rows_dtype} (or float32 with bf16 rows), got {scales.dtype} "
+            f"({_FINALIZE_DOC})"
+        )
     tokens, k = scales.shape
     idx = expanded_src_to_dst_row.to(torch.int64)
     if idx.shape != (tokens * k,):
@@ -235,6 +259,57 @@ def npu_moe_finalize_routing(
     result = out.to(expanded_permuted_rows.dtype)
     STATE.calls[-1].outputs = result
     return result
+
+
+def npu_moe_token_unpermute(
+    permuted_tokens: torch.Tensor,
+    sorted_indices: torch.Tensor,
+    probs: torch.Tensor | None = None,
+    padded_mode: bool = False,
+    restore_shape: Sequence[int] | None = None,
+) -> torch.Tensor:
+    """out[t] = sum_j probs[t, j] * permuted_tokens[sorted_indices[t*k + j]] (the gather form init-routing's
+    expanded_row_idx has; _UNPERMUTE_TEST's reference applies argsort to get the scatter form). Without
+    probs, k = 1. Padded mode and negative indices are not emulated (undocumented)."""
+    STATE.record(
+        "npu_moe_token_unpermute",
+        dict(
+            permuted_tokens=permuted_tokens,
+            sorted_indices=sorted_indices,
+            probs=probs,
+            padded_mode=padded_mode,
+            restore_shape=restore_shape,
+        ),
+    )
+    if padded_mode or restore_shape is not None:
+        raise NotImplementedError("padded_mode / restore_shape are not emulated")
+    if permuted_tokens.dim() != 2 or permuted_tokens.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        raise ValueError(
+            f"permuted_tokens: must be float [M, H], got {permuted_tokens.dtype} {tuple(permuted_tokens.shape)}"
+        )
+    if sorted_indices.dtype != torch.int32 or sorted_indices.dim() != 1:
+        raise ValueError(
+            f"sorted_indices: must be int32 [T*k], got {sorted_indices.dtype} {tuple(sorted_indices.shape)}"
+        )
+    if probs is not None and (probs.dim() != 2 or probs.dtype != permuted_tokens.dtype):
+        raise ValueError(
+            f"probs: must be [T, k] in permuted_tokens' dtype {permuted_tokens.dtype} ({_UNPERMUTE_TEST}), "
+            f"got {probs.dtype} {tuple(probs.shape)}"
+        )
+    top_k = 1 if probs is None else probs.shape[1]
+    idx = sorted_indices.to(torch.int64)
+    if idx.numel() % top_k or (probs is not None and idx.numel() != probs.numel()):
+        raise ValueError(f"sorted_indices: {idx.numel()} entries do not match probs {tuple(probs.shape)}")
+    if bool((idx < 0).any()) or bool((idx >= permuted_tokens.shape[0]).any()):
+        raise ValueError(
+            "sorted_indices: every entry must index a row of permuted_tokens (negative ones are undocumented)"
+        )
+    rows = permuted_tokens.to(torch.float32)[idx].view(-1, top_k, permuted_tokens.shape[1])
+    if probs is not None:
+        rows = rows * probs.to(torch.float32).unsqueeze(-1)
+    out = rows.sum(dim=1).to(permuted_tokens.dtype)
+    STATE.calls[-1].outputs = out
+    return out
 
 
 # ---- grouped matmuls ----------------------------------------------------------------------------
@@ -315,7 +390,7 @@ def npu_grouped_matmul(
     xt, wt = x[0], weight[0]
     if xt.dim() != 2:
         raise ValueError(f"x[0]: must be [M, K], got {tuple(xt.shape)}")
-    if STATE.format_of(wt) == FORMAT_NZ and not (
+    if STATE.format_of(wt) in NZ_FORMATS and not (
         wt.dtype == torch.float8_e4m3fn or dtype_name(weight_dtype, "weight_dtype") == FP4X2
     ):
         raise ValueError("weight: FRACTAL_NZ is accepted only for float8_e4m3fn or declared FP4 weights")
@@ -374,6 +449,20 @@ def npu_grouped_matmul(
     return [out]
 
 
+def _allocated_out_columns(fp4_input: bool, fp4_output: bool, n: int) -> int:
+    """The output width the op allocates for a transposed weight of logical width n. Master: [m, n/4]
+    for FP4 input and FP4 output, else [m, n/2]. 26.0.0: the FP4-input answer of the FIRST call in the
+    process is kept (``static const bool mxfp4_input``), so a later call of the other family is sized for
+    the first one."""
+    if STATE.op_plugin_branch == "26.0.0":
+        if STATE.gmm_swiglu_mxfp4_input_latched is None:
+            STATE.gmm_swiglu_mxfp4_input_latched = fp4_input
+        fp4_input = STATE.gmm_swiglu_mxfp4_input_latched
+    elif STATE.op_plugin_branch != "master":
+        raise ValueError(f"STATE.op_plugin_branch: 'master' or '26.0.0', got {STATE.op_plugin_branch!r}")
+    return n // 4 if fp4_input and fp4_output else n // 2
+
+
 def npu_grouped_matmul_swiglu_quant_v2(
     x: torch.Tensor,
     weight: Sequence[torch.Tensor],
@@ -430,6 +519,18 @@ def npu_grouped_matmul_swiglu_quant_v2(
     out_element = require_dtype(quant_dtype, "quant_dtype", ("float8_e4m3fn", "float8_e5m2", FP4X2))
     if len(weight) != 1 or len(weight_scale) != 1:
         raise NotImplementedError("only one [e, k, n] weight and one scale tensor are emulated")
+    # The op compares these with the integer codes (both branches): a torch.dtype arrives as a ScalarType
+    # number (float8_e8m0fnu = 44, float4_e2m1fn_x2 = 45) and is rejected.
+    for name, value, allowed in (
+        ("weight_scale_dtype", weight_scale_dtype, (E8M0_CODE,)),
+        ("x_scale_dtype", x_scale_dtype, (E8M0_CODE,)),
+        ("x_dtype", x_dtype, (FP4_CODE, HIFLOAT8_CODE)),
+        ("weight_dtype", weight_dtype, (FP4_CODE, HIFLOAT8_CODE)),
+    ):
+        if value is not None and (isinstance(value, (bool, torch.dtype)) or value not in allowed):
+            raise ValueError(f"{name}: only supports the codes {allowed} or None, got {value!r} ({_GMM_SWIGLU_MASTER})")
+    if (x_dtype is None) != (weight_dtype is None):
+        raise ValueError(f"x_dtype / weight_dtype: both given or both None ({_GMM_SWIGLU_MASTER})")
     wt, ws = weight[0], weight_scale[0]
     check_e8m0_tensor(ws, weight_scale_dtype, "weight_scale[0]", "weight_scale_dtype")
     check_e8m0_tensor(x_scale, x_scale_dtype, "x_scale", "x_scale_dtype")
@@ -437,7 +538,12 @@ def npu_grouped_matmul_swiglu_quant_v2(
     w_kind = element_kind(wt, weight_dtype, "weight[0]", "weight_dtype")
     if x_kind not in ("float8_e4m3fn", "float8_e5m2", FP4X2) or (x_kind == FP4X2) != (w_kind == FP4X2):
         raise ValueError(f"x / weight: MX mode needs FP8 x FP8 or FP4 x FP4, got {x_kind} and {w_kind}")
-    if STATE.format_of(wt) == FORMAT_NZ and wt.dtype != torch.float8_e4m3fn:
+    if x_kind != FP4X2 and out_element == FP4X2:
+        raise ValueError(
+            "quant_dtype: FP4 output from FP8 input is not supported: the op sizes the output [m, n/2] for "
+            f"non-FP4 input whatever quant_dtype says ({_GMM_SWIGLU_MASTER})"
+        )
+    if STATE.format_of(wt) in NZ_FORMATS and wt.dtype != torch.float8_e4m3fn:
         raise ValueError("weight[0]: FRACTAL_NZ is allowed only for float8_e4m3fn")
     xv = lhs_values(x, x_kind)
     wv, _ = _expert_weight_values(wt, w_kind)
@@ -465,6 +571,14 @@ def npu_grouped_matmul_swiglu_quant_v2(
     out = _mx.pack_fp4(values) if out_element == FP4X2 else values
     out_scale = _mx.pair_last(codes).contiguous()
     done = bounds[-1][1] if bounds else 0
-    outputs = (_poison_(out, done), _poison_(out_scale, done).view(torch.float8_e8m0fnu))
+    out = _poison_(out, done)
+    allocated = _allocated_out_columns(x_kind == FP4X2, out_element == FP4X2, n)
+    if allocated != out.shape[1]:
+        # The kernel writes its rows densely from the start of a buffer of the wrong size.
+        wrong = torch.full((rows, allocated), 0xFF, dtype=torch.uint8)
+        flat = out.reshape(-1).view(torch.uint8)
+        wrong.view(-1)[: min(flat.numel(), wrong.numel())] = flat[: wrong.numel()]
+        out = wrong
+    outputs = (out, _poison_(out_scale, done).view(torch.float8_e8m0fnu))
     STATE.calls[-1].outputs = outputs
     return outputs

@@ -15,6 +15,10 @@ import torch
 
 FORMAT_ND = 2
 FORMAT_NZ = 29
+# torch_npu/npu/_format.py (Ascend/pytorch @9e73e708): the C0 variants CANN reports as the actual format.
+FORMAT_NZ_C0_16 = 50
+FORMAT_NZ_C0_32 = 51
+NZ_FORMATS = (FORMAT_NZ, FORMAT_NZ_C0_16)
 BLOCK_ROWS = 16  # BLOCKSIZE
 BLOCK_BYTES = 32  # BLOCKBYTES
 
@@ -26,6 +30,7 @@ class NzStorage:
     c0: int
     customize_dtype: str | None
     input_dtype: str | None
+    npu_format: int = FORMAT_NZ
 
 
 def c0_for(itemsize: int) -> int:

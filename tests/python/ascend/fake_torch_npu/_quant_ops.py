@@ -7,7 +7,7 @@ import torch
 
 from . import _mx
 from ._dtypes import FP4X2, dtype_name, require_dtype
-from ._nz import FORMAT_ND, FORMAT_NZ, NzStorage, c0_for, covers_its_storage, nd_to_nz
+from ._nz import FORMAT_ND, FORMAT_NZ, FORMAT_NZ_C0_16, NzStorage, c0_for, covers_its_storage, nd_to_nz
 from ._state import STATE
 
 _FLOAT_INPUTS = (torch.float16, torch.bfloat16, torch.float32)
@@ -52,6 +52,11 @@ def npu_dynamic_mx_quant(
     if not 1 <= input.dim() <= 7:
         raise ValueError(f"input: must have 1 to 7 dims, got {input.dim()}")
     element = require_dtype(dst_type, "dst_type", ("float8_e4m3fn", "float8_e5m2", FP4X2))
+    if element == FP4X2 and isinstance(dst_type, torch.dtype):
+        # The op halves y's last dim only for the codes 296 / 297 (Ascend/op-plugin
+        # op_plugin/ops/opapi/DynamicMxQuantKernelNpuOpApi.cpp @517f2e7d); torch's dtype would give an
+        # unpacked [.., K] output the packed data does not fill.
+        raise ValueError("dst_type: pass 296 (torch_npu.float4_e2m1fn_x2) for FP4, not torch.float4_e2m1fn_x2")
     if block_size % 32 or not 32 <= block_size <= 1024:
         raise ValueError(f"block_size: must be a multiple of 32 in [32, 1024], got {block_size}")
     axis = axis % input.dim()
@@ -115,8 +120,12 @@ def npu_format_cast(
 ) -> torch.Tensor:
     """ND -> FRACTAL_NZ (29) or back (2). The NZ result keeps the logical shape; its storage is tagged NZ.
 
-    Like torch_npu, a view / non-contiguous source is returned unchanged (the cast is skipped), so a
-    caller that transposes before casting ends up with an ND weight."""
+    Ascend/pytorch torch_npu/csrc/aten/common/FormatCastKernelNpu.cpp @9e73e708, MaybeUseAclnnNpuFormatCast:
+    - Ascend 950 (IsAclnnOnly): no view check; CANN computes the storage of the logical tensor, and for a
+      4-bit input_dtype (296 / 297) the last storage dim is halved and the format reported as
+      FRACTAL_NZ_C0_16 (50): a packed FP4 row tile of 32 elements is 16 bytes.
+    - 910B path: a view / non-contiguous source is returned unchanged (IsViewTensor: the cast is
+      skipped), so a caller that transposes before casting ends up with an ND weight."""
     call = STATE.record(
         "npu_format_cast",
         dict(input=input, acl_format=acl_format, customize_dtype=customize_dtype, input_dtype=input_dtype),
@@ -133,21 +142,26 @@ def npu_format_cast(
         return out
     if acl_format != FORMAT_NZ:
         raise NotImplementedError(f"acl_format: only ND (2) and FRACTAL_NZ (29) are emulated, got {acl_format}")
-    if not covers_its_storage(input) or STATE.nz_record(input) is not None:
+    if STATE.nz_record(input) is not None or (not STATE.ascend_950 and not covers_its_storage(input)):
         call.args["skipped"] = True
         return input
     call.args["skipped"] = False
     if input.dim() < 2:
         raise ValueError(f"input: FRACTAL_NZ needs at least 2 dims, got shape {tuple(input.shape)}")
-    out = input.clone()
+    out = input.contiguous().clone()  # the logical values, in a storage of their own
     tile_itemsize = 1 if custom in ("float8_e4m3fn", "float8_e5m2", "int8", "uint8") else out.element_size()
-    c0 = c0_for(tile_itemsize)  # FP4 with customize_dtype=fp8 [L]: tiled as the 8-bit container
+    c0 = c0_for(tile_itemsize)
+    npu_format = FORMAT_NZ
+    four_bit = declared in (FP4X2, "float4_e1m2fn_x2", "int4")
+    if four_bit and STATE.ascend_950:
+        c0, npu_format = c0 // 2, FORMAT_NZ_C0_16  # the 4-bit element tile, halved to bytes
     STATE.nz_storages[out.untyped_storage().data_ptr()] = NzStorage(
         base=out,
         tiles=nd_to_nz(out.view(torch.uint8) if out.element_size() == 1 else out, c0),
         c0=c0,
         customize_dtype=custom,
         input_dtype=declared,
+        npu_format=npu_format,
     )
     call.outputs = out
     return out

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ._nz import FORMAT_ND, FORMAT_NZ, NzStorage
+from ._nz import FORMAT_ND, NzStorage
 
 
 @dataclass
@@ -45,12 +45,21 @@ class Call:
 @dataclass
 class EmulatorState:
     soc_version: int = 260  # vllm-ascend's soc table: 260 = Ascend 950 (A5); 220-225 A2, 250-255 A3
+
+    @property
+    def ascend_950(self) -> bool:
+        return self.soc_version >= 260
+
     device_name: str = "Ascend950PR"
     # ascend-npu-ops.md section 2 [M]: which scale rule init-routing's MXFP8 modes use. "round_scale"
     # (master, OP commit 721697d1 onwards) or "ocp_floor" (26.1.0 docs and golden).
     init_routing_scale_rule: str = "round_scale"
     # Section 3b [L]: the exponent rule of swiglu_quant_v2's MX requant; the doc says assume OCP floor.
     swiglu_requant_scale_rule: str = "ocp_floor"
+    # Which op-plugin branch's npu_grouped_matmul_swiglu_quant_v2 to emulate: "master" (@517f2e7d) or
+    # "26.0.0" (@6ffd6e22), whose ``static const bool mxfp4_input`` keeps the first call's answer.
+    op_plugin_branch: str = "master"
+    gmm_swiglu_mxfp4_input_latched: bool | None = None
     calls: list[Call] = field(default_factory=list)
     nz_storages: dict[int, NzStorage] = field(default_factory=dict)
 
@@ -59,9 +68,8 @@ class EmulatorState:
 
     # ---- formats --------------------------------------------------------------------------------
     def format_of(self, t: torch.Tensor) -> int:
-        if t.numel() == 0:
-            return FORMAT_ND
-        return FORMAT_NZ if t.untyped_storage().data_ptr() in self.nz_storages else FORMAT_ND
+        record = self.nz_record(t)
+        return FORMAT_ND if record is None else record.npu_format
 
     def nz_record(self, t: torch.Tensor) -> NzStorage | None:
         return self.nz_storages.get(t.untyped_storage().data_ptr()) if t.numel() else None
