@@ -8,9 +8,8 @@
 
 namespace lowbit::cpu {
 
-void moe_align(const int64_t* ids, int64_t pairs, int64_t experts, int64_t begin, int block_size,
-               int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded,
-               int32_t* pair_slots) {
+void moe_align(const int64_t* ids, int64_t pairs, int64_t experts, int64_t begin, int block_size, int32_t* sorted_pairs,
+               int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded, int32_t* pair_slots) {
   LOWBIT_CHECK(experts >= 1 && experts <= kMoeMaxExperts, "num_experts: E = ", experts, " must be in [1, ",
                kMoeMaxExperts, "]");
   LOWBIT_CHECK(block_size >= 1, "block_size: must be >= 1, got ", block_size);
@@ -29,7 +28,8 @@ void moe_align(const int64_t* ids, int64_t pairs, int64_t experts, int64_t begin
   for (int64_t e = 0; e < experts; ++e) {
     offset[static_cast<size_t>(e)] = used;
     const int64_t padded = (count[static_cast<size_t>(e)] + block_size - 1) / block_size * block_size;
-    for (int64_t b = used / block_size; b < (used + padded) / block_size; ++b) block_experts[b] = static_cast<int32_t>(e);
+    for (int64_t b = used / block_size; b < (used + padded) / block_size; ++b)
+      block_experts[b] = static_cast<int32_t>(e);
     used += padded;
   }
   for (int64_t b = used / block_size; b < blocks; ++b) block_experts[b] = -1;

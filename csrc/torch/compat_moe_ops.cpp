@@ -15,7 +15,8 @@ TORCH_LIBRARY_FRAGMENT(lowbit, m) {
   m.def(
       "ggml_moe_a8(Tensor X, Tensor W, Tensor sorted_token_ids, Tensor expert_ids, Tensor num_tokens_post_padded, "
       "int type, SymInt row, SymInt top_k, SymInt tokens) -> Tensor");
-  m.def("ggml_moe_a8_vec(Tensor X, Tensor W, Tensor topk_ids, int top_k, int type, SymInt row, SymInt tokens) -> Tensor");
+  m.def(
+      "ggml_moe_a8_vec(Tensor X, Tensor W, Tensor topk_ids, int top_k, int type, SymInt row, SymInt tokens) -> Tensor");
   m.def("ggml_moe_get_block_size(int type) -> int", [](int64_t type) -> int64_t {
     const auto& info = lowbit::torch_ops::translate_errors(
         [&]() -> const lowbit::TypeInfo& { return lowbit::weight_type_info(type, "type"); });
@@ -38,11 +39,11 @@ at::Tensor ggml_moe_a8(const at::Tensor& X, const at::Tensor& W, const at::Tenso
                        const at::Tensor& expert_ids, const at::Tensor& num_tokens_post_padded, int64_t type,
                        c10::SymInt row, c10::SymInt top_k, c10::SymInt tokens) {
   check_compat(W, row, type);
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("lowbit::moe_batched", "")
-                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, const at::Tensor&,
-                                               const at::Tensor&, const at::Tensor&, int64_t, c10::SymInt,
-                                               const std::optional<at::Tensor>&)>();
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("lowbit::moe_batched", "")
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, const at::Tensor&, const at::Tensor&,
+                            const at::Tensor&, int64_t, c10::SymInt, const std::optional<at::Tensor>&)>();
   const int64_t k = top_k.guard_int(__FILE__, __LINE__);
   return op.call(X, W, type, sorted_token_ids, expert_ids, num_tokens_post_padded, k, tokens * top_k, std::nullopt);
 }

@@ -95,8 +95,8 @@ MoeProjPlan plan_moe_batched(const at::Tensor& x, const at::Tensor& w, int64_t q
                     kMoeBlockSize, " needs pairs + E * (block - 1) = ", need, " (moe_align with block_size ",
                     kMoeBlockSize, ")");
   TORCH_CHECK_VALUE(block_experts.numel() * kMoeBlockSize >= sorted_pair_ids.numel(), "block_experts has ",
-                    block_experts.numel(), " blocks, too few for ", sorted_pair_ids.numel(), " sorted rows in blocks of ",
-                    kMoeBlockSize);
+                    block_experts.numel(), " blocks, too few for ", sorted_pair_ids.numel(),
+                    " sorted rows in blocks of ", kMoeBlockSize);
   return p;
 }
 

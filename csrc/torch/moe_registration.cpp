@@ -28,6 +28,24 @@ TORCH_LIBRARY_FRAGMENT(lowbit, m) {
       "moe_layer(Tensor x, Tensor w13, Tensor w2, Tensor topk_weights, Tensor topk_ids, *, int w13_type, "
       "int w2_type, str activation=\"silu\", Tensor? w13_scales=None, Tensor? w2_scales=None, "
       "int[]? expert_range=None, str kernel=\"auto\") -> Tensor");
+  // The kernel fused_moe runs for this shape on `device` (lowbit::MoeKernel as int).
+  m.def(
+      "moe_select_kernel(int w13_type, int w2_type, int tokens, int experts, int top_k, int hidden, int intermediate, "
+      "Device device) -> int",
+      [](int64_t w13_type, int64_t w2_type, int64_t tokens, int64_t experts, int64_t top_k, int64_t hidden,
+         int64_t intermediate, c10::Device device) -> int64_t {
+        using namespace lowbit;
+        return torch_ops::translate_errors([&] {
+          const MoeShape shape{weight_type_info(w13_type, "w13_type").type,
+                               weight_type_info(w2_type, "w2_type").type,
+                               tokens,
+                               experts,
+                               top_k,
+                               hidden,
+                               intermediate};
+          return static_cast<int64_t>(plan_moe(shape, true, torch_ops::device_facts(device)).kernel);
+        });
+      });
 }
 
 namespace lowbit::torch_ops {
@@ -112,12 +130,12 @@ at::Tensor moe_layer_cpu(const at::Tensor& x, const at::Tensor& w13, const at::T
   const std::optional<MoeKernel> forced = parse_moe_layer_kernel(kernel);
   TORCH_CHECK_VALUE(!forced.has_value(), "kernel: \"", std::string(kernel),
                     "\" needs a CUDA device; on the CPU use \"auto\" (the reference)");
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("lowbit::fused_moe", "")
-                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                               const at::Tensor&, const at::Tensor&, int64_t, int64_t,
-                                               c10::string_view, const std::optional<at::Tensor>&,
-                                               const std::optional<at::Tensor>&, at::OptionalIntArrayRef)>();
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("lowbit::fused_moe", "")
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                            const at::Tensor&, int64_t, int64_t, c10::string_view, const std::optional<at::Tensor>&,
+                            const std::optional<at::Tensor>&, at::OptionalIntArrayRef)>();
   return op.call(x, w13, w2, topk_weights, topk_ids, w13_type, w2_type, activation, w13_scales, w2_scales,
                  expert_range);
 }

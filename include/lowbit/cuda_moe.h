@@ -30,8 +30,8 @@ void moe_pair_experts(ExpertIds ids, int64_t pairs, int64_t experts, int64_t beg
 
 // Device buffers of the routing (lowbit/moe_routing.h states what each holds).
 struct MoeRouting {
-  int32_t* sorted_pairs = nullptr;  // [capacity]
-  int64_t capacity = 0;             // >= moe_sorted_capacity(pairs, experts, block_size)
+  int32_t* sorted_pairs = nullptr;   // [capacity]
+  int64_t capacity = 0;              // >= moe_sorted_capacity(pairs, experts, block_size)
   int32_t* block_experts = nullptr;  // [blocks], blocks * block_size >= capacity
   int64_t blocks = 0;
   int32_t* num_padded = nullptr;  // [1]
@@ -82,7 +82,7 @@ void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStrea
 //   plan: plan_moe for this shape (its kernel and workspace layout); workspace: device memory of
 //   plan.workspace.total bytes, 256-byte aligned.
 void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int64_t tokens, int64_t x_row_stride,
-               const float* topk_weights, ExpertIds ids, int64_t top_k, void* out, const MoePlan& plan,
-               void* workspace, size_t workspace_bytes, cudaStream_t stream);
+               const float* topk_weights, ExpertIds ids, int64_t top_k, void* out, const MoePlan& plan, void* workspace,
+               size_t workspace_bytes, cudaStream_t stream);
 
 }  // namespace lowbit::cuda

@@ -41,15 +41,15 @@ struct MoeShape {
 // Where each buffer of the fused layer's workspace starts (bytes from its 256-byte aligned base);
 // a buffer the chosen kernel does not use has size 0.
 struct MoeWorkspaceLayout {
-  size_t pair_experts = 0;   // int32 [pairs]: local expert of each (token, k) pair, -1 if dropped
-  size_t sorted_pairs = 0;   // int32 [sorted_capacity]: pair ids grouped by expert, padded
-  size_t block_experts = 0;  // int32 [blocks]: the expert of each block of kMoeBlockSize sorted rows
-  size_t num_padded = 0;     // int32 [1]: rows of sorted_pairs in use (a multiple of the block size)
-  size_t pair_slots = 0;     // int32 [pairs]: where each pair sits in sorted_pairs, -1 if dropped
+  size_t pair_experts = 0;    // int32 [pairs]: local expert of each (token, k) pair, -1 if dropped
+  size_t sorted_pairs = 0;    // int32 [sorted_capacity]: pair ids grouped by expert, padded
+  size_t block_experts = 0;   // int32 [blocks]: the expert of each block of kMoeBlockSize sorted rows
+  size_t num_padded = 0;      // int32 [1]: rows of sorted_pairs in use (a multiple of the block size)
+  size_t pair_slots = 0;      // int32 [pairs]: where each pair sits in sorted_pairs, -1 if dropped
   size_t segment_counts = 0;  // int32 [segments, E]: the routing's per-segment histograms
-  size_t x_bf16 = 0;         // bf16 [tokens, H]: the activations rounded once (when x is not bf16)
-  size_t gated = 0;          // bf16 [pairs, I]: act(gate) * up
-  size_t down = 0;           // float32 [pairs, H]: each pair's down projection before the combine
+  size_t x_bf16 = 0;          // bf16 [tokens, H]: the activations rounded once (when x is not bf16)
+  size_t gated = 0;           // bf16 [pairs, I]: act(gate) * up
+  size_t down = 0;            // float32 [pairs, H]: each pair's down projection before the combine
   size_t total = 0;
 };
 

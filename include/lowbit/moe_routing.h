@@ -26,9 +26,8 @@ inline int32_t moe_local_expert(int64_t id, int64_t begin, int64_t experts) {
 namespace cpu {
 
 // capacity = moe_sorted_capacity(pairs, experts, block_size); blocks = ceil(capacity / block_size).
-void moe_align(const int64_t* ids, int64_t pairs, int64_t experts, int64_t begin, int block_size,
-               int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded,
-               int32_t* pair_slots);
+void moe_align(const int64_t* ids, int64_t pairs, int64_t experts, int64_t begin, int block_size, int32_t* sorted_pairs,
+               int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded, int32_t* pair_slots);
 
 }  // namespace cpu
 }  // namespace lowbit

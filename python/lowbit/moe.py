@@ -110,6 +110,31 @@ def moe_batched(
     )
 
 
+def select_moe_kernel(
+    w13_type: QTypeLike,
+    w2_type: QTypeLike,
+    tokens: int,
+    experts: int,
+    top_k: int,
+    hidden: int,
+    intermediate: int,
+    device: torch.device | str | None = None,
+) -> str:
+    """The kernel lowbit.fused_moe runs for this shape: "moe_vec" or "moe_batched"."""
+    dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    kernel = torch.ops.lowbit.moe_select_kernel(
+        int(as_quant_type(w13_type, "w13_type")),
+        int(as_quant_type(w2_type, "w2_type")),
+        int(tokens),
+        int(experts),
+        int(top_k),
+        int(hidden),
+        int(intermediate),
+        dev,
+    )
+    return ("moe_vec", "moe_batched")[kernel]
+
+
 def moe_layer(
     x: torch.Tensor,
     w13: torch.Tensor,

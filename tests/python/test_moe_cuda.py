@@ -72,8 +72,12 @@ def routing(rng, tokens, experts, top_k, kind: str) -> tuple[torch.Tensor, torch
     if kind == "balanced":
         ids = np.stack([rng.choice(experts, top_k, replace=False) for _ in range(tokens)])
     elif kind == "skewed":  # expert 3 takes (nearly) every token; a few experts get none
-        ids = np.stack([np.concatenate([[3], rng.choice(np.arange(5, 5 + top_k * 2), top_k - 1, replace=False)])
-                        for _ in range(tokens)])
+        ids = np.stack(
+            [
+                np.concatenate([[3], rng.choice(np.arange(5, 5 + top_k * 2), top_k - 1, replace=False)])
+                for _ in range(tokens)
+            ]
+        )
     else:  # invalid and non-local ids mixed in
         ids = np.stack([rng.choice(experts, top_k, replace=False) for _ in range(tokens)])
         noise = rng.random(ids.shape)
@@ -189,7 +193,7 @@ def test_gpu_routing_equals_cpu_routing(rng: np.random.Generator) -> None:
         ids[: tokens // 2, 0] = 1  # skew: one expert takes half the tokens
         cpu = moe_align(ids, experts, block)
         gpu = moe_align(ids.to(dev()).int(), experts, block)
-        for a, b in zip(cpu, gpu):
+        for a, b in zip(cpu, gpu, strict=True):
             assert torch.equal(a, b.cpu())
 
 

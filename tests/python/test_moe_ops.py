@@ -53,7 +53,12 @@ def random_ids(rng: np.random.Generator, tokens: int, top_k: int, experts: int, 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("ids_dtype", [torch.int32, torch.int64], ids=str)
 def test_moe_align_matches_python(device, ids_dtype, rng: np.random.Generator) -> None:
-    for tokens, top_k, experts, begin, block in [(1, 1, 1, 0, 1), (7, 2, 5, 3, 4), (300, 8, 40, 0, 64), (33, 3, 9, 2, 7)]:
+    for tokens, top_k, experts, begin, block in [
+        (1, 1, 1, 0, 1),
+        (7, 2, 5, 3, 4),
+        (300, 8, 40, 0, 64),
+        (33, 3, 9, 2, 7),
+    ]:
         ids = random_ids(rng, tokens, top_k, experts, begin)
         routing = moe_align(
             torch.from_numpy(ids).to(device, ids_dtype), experts, block, expert_range=(begin, begin + experts)
@@ -129,7 +134,15 @@ def test_server_gguf_moe_call_sequence(device, path, rng: np.random.Generator) -
         block = ggml_moe_get_block_size(int(t13))
         routing = moe_align(ids, experts, block)
         h = ggml_moe_a8(
-            x, w13, routing.sorted_pair_ids, routing.block_experts, routing.num_padded, int(t13), 2 * inter, top_k, tokens
+            x,
+            w13,
+            routing.sorted_pair_ids,
+            routing.block_experts,
+            routing.num_padded,
+            int(t13),
+            2 * inter,
+            top_k,
+            tokens,
         )
         y = ggml_moe_a8(
             silu_and_mul(h),
@@ -227,7 +240,9 @@ def test_opcheck_moe_ops(device, rng: np.random.Generator) -> None:
     w13, _ = random_weight(q, 64, 64, rng, experts=3, device=device)
     w2, _ = random_weight(QuantType.Q5_0, 64, 32, rng, experts=3, device=device)
     kwargs = {"w13_type": int(q), "w2_type": int(QuantType.Q5_0), "activation": "gelu_tanh"}
-    torch.library.opcheck(torch.ops.lowbit.moe_layer.default, (x, w13, w2, torch.rand(5, 2, device=device), ids), kwargs)
+    torch.library.opcheck(
+        torch.ops.lowbit.moe_layer.default, (x, w13, w2, torch.rand(5, 2, device=device), ids), kwargs
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)

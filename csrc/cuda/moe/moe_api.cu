@@ -21,14 +21,13 @@ bool aligned(const void* p, uintptr_t a) {
 constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
 
 void check_experts(int64_t pairs, int64_t experts) {
-  LOWBIT_CHECK(experts >= 1 && experts <= kMoeMaxExperts, "experts: E = ", experts, " must be in [1, ",
-               kMoeMaxExperts, "]");
+  LOWBIT_CHECK(experts >= 1 && experts <= kMoeMaxExperts, "experts: E = ", experts, " must be in [1, ", kMoeMaxExperts,
+               "]");
   LOWBIT_CHECK(pairs >= 0, "topk_ids: pairs must be >= 0, got ", pairs);
 }
 
 // The weight of every expert: type, strides and alignment as the decode primitives need them.
-void check_expert_weight(QuantType t, const WeightView& w, int64_t experts, int64_t rows, int64_t k,
-                         const char* name) {
+void check_expert_weight(QuantType t, const WeightView& w, int64_t experts, int64_t rows, int64_t k, const char* name) {
   const TypeInfo& info = weight_type_info(static_cast<int64_t>(t), "qtype");
   const int64_t rb = row_bytes(t, k, "k");
   LOWBIT_CHECK(rows >= 1, name, ": rows per expert must be >= 1, got ", rows);
@@ -97,7 +96,8 @@ void launch_projection(QuantType t, const cuda_detail::MoeProjArgs& a, bool batc
 }
 
 void check_vec_grid(int64_t pairs, int64_t n, bool gated) {
-  const int64_t per_block = gated ? cuda_detail::kMoeVecWarps : cuda_detail::kMoeVecWarps * cuda_detail::kMoeVecRowsPerWarp;
+  const int64_t per_block =
+      gated ? cuda_detail::kMoeVecWarps : cuda_detail::kMoeVecWarps * cuda_detail::kMoeVecRowsPerWarp;
   LOWBIT_CHECK(pairs * ((n + per_block - 1) / per_block) <= kMaxGridX, "topk_ids: ", pairs, " pairs x ", n,
                " outputs exceed the vector kernel's grid; use the batched kernel");
 }
@@ -141,8 +141,8 @@ void moe_align(ExpertIds ids, int64_t pairs, int64_t experts, int64_t begin, int
   check_routing(out, pairs, experts, block_size);
   LOWBIT_CHECK(pairs == 0 || (ids.data != nullptr && out.pair_slots != nullptr), "topk_ids/pair_slots: null pointer");
   const size_t need = moe_align_workspace_bytes(pairs, experts);
-  LOWBIT_CHECK(workspace != nullptr && workspace_bytes >= need && aligned(workspace, 16), "workspace: ",
-               workspace_bytes, " bytes; moe_align needs ", need, ", 16-byte aligned");
+  LOWBIT_CHECK(workspace != nullptr && workspace_bytes >= need && aligned(workspace, 16),
+               "workspace: ", workspace_bytes, " bytes; moe_align needs ", need, ", 16-byte aligned");
   auto* pair_experts = static_cast<int32_t*>(workspace);
   auto* counts = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(workspace) + (pairs * 4 + 255) / 256 * 256);
   cuda_detail::launch_pair_experts(ids.data, ids.int64, pairs, experts, begin, pair_experts, stream);
@@ -172,8 +172,8 @@ void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStrea
 }
 
 void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int64_t tokens, int64_t x_row_stride,
-               const float* topk_weights, ExpertIds ids, int64_t top_k, void* out, const MoePlan& plan,
-               void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+               const float* topk_weights, ExpertIds ids, int64_t top_k, void* out, const MoePlan& plan, void* workspace,
+               size_t workspace_bytes, cudaStream_t stream) {
   const int64_t E = layer.local_experts, H = layer.hidden, I = layer.intermediate;
   check_experts(tokens * top_k, E);
   LOWBIT_CHECK(tokens >= 0, "x: token count must be >= 0, got ", tokens);

@@ -53,8 +53,8 @@ void launch_moe_vec(const MoeProjArgs& a, cudaStream_t stream);
 template <QuantType T>
 void launch_moe_batched(const MoeProjArgs& a, cudaStream_t stream);
 
-#define LOWBIT_INSTANTIATE_MOE_KERNELS(Name)                                               \
-  template void launch_moe_vec<QuantType::Name>(const MoeProjArgs&, cudaStream_t);      \
+#define LOWBIT_INSTANTIATE_MOE_KERNELS(Name)                                       \
+  template void launch_moe_vec<QuantType::Name>(const MoeProjArgs&, cudaStream_t); \
   template void launch_moe_batched<QuantType::Name>(const MoeProjArgs&, cudaStream_t);
 
 // The activation the gated projections apply (cpu::activate's definitions in float).

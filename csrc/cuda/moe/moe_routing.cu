@@ -44,7 +44,8 @@ __global__ void __launch_bounds__(kSegment)
     if (e >= 0) atomicAdd(&hist[e], 1);  // integer counts: the same whatever the order
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < experts; e += kSegment) counts[static_cast<int64_t>(blockIdx.x) * experts + e] = hist[e];
+  for (int e = threadIdx.x; e < experts; e += kSegment)
+    counts[static_cast<int64_t>(blockIdx.x) * experts + e] = hist[e];
 }
 
 __global__ void __launch_bounds__(kScanThreads)
@@ -132,7 +133,7 @@ void launch_moe_align(const int32_t* pair_experts, int64_t pairs, int64_t expert
   const auto e32 = static_cast<int32_t>(experts);
   if (segments > 0) {
     segment_histogram_kernel<<<static_cast<unsigned>(segments), kSegment, 0, stream>>>(pair_experts, pairs, e32,
-                                                                                      segment_counts);
+                                                                                       segment_counts);
     check_launch("moe_align (histograms)");
   }
   expert_offsets_kernel<<<1, kScanThreads, 0, stream>>>(segment_counts, segments, e32, block_size,
@@ -140,9 +141,8 @@ void launch_moe_align(const int32_t* pair_experts, int64_t pairs, int64_t expert
                                                         block_experts, blocks, num_padded);
   check_launch("moe_align (offsets)");
   if (segments > 0) {
-    place_pairs_kernel<<<static_cast<unsigned>(segments), kSegment, 0, stream>>>(pair_experts, pairs, e32,
-                                                                                segment_counts, sorted_pairs,
-                                                                                pair_slots);
+    place_pairs_kernel<<<static_cast<unsigned>(segments), kSegment, 0, stream>>>(
+        pair_experts, pairs, e32, segment_counts, sorted_pairs, pair_slots);
     check_launch("moe_align (placement)");
   }
 }

@@ -70,7 +70,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> moe_align_cuda(const 
   at::Tensor used = at::empty({1}, i32), slots = at::empty({p.pairs}, i32);
   const size_t ws_bytes = cuda::moe_align_workspace_bytes(p.pairs, p.experts);
   at::Tensor ws = at::empty({static_cast<int64_t>(std::max<size_t>(ws_bytes, 16))}, ids.options().dtype(at::kByte));
-  cuda::MoeRouting r{sorted.data_ptr<int32_t>(), p.capacity, blocks.data_ptr<int32_t>(), p.blocks,
+  cuda::MoeRouting r{sorted.data_ptr<int32_t>(), p.capacity,
+                     blocks.data_ptr<int32_t>(), p.blocks,
                      used.data_ptr<int32_t>(),   slots.data_ptr<int32_t>()};
   translate_errors([&] {
     cuda::moe_align(expert_ids(ids), p.pairs, p.experts, p.begin, static_cast<int>(p.block_size), r, ws.data_ptr(),
@@ -130,8 +131,8 @@ at::Tensor dequantize_expert(const WeightArg& w, int64_t e, at::ScalarType dtype
 }
 
 at::Tensor moe_layer_cuda(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2,
-                          const at::Tensor& topk_weights, const at::Tensor& topk_ids, int64_t w13_type,
-                          int64_t w2_type, c10::string_view activation, const std::optional<at::Tensor>& w13_scales,
+                          const at::Tensor& topk_weights, const at::Tensor& topk_ids, int64_t w13_type, int64_t w2_type,
+                          c10::string_view activation, const std::optional<at::Tensor>& w13_scales,
                           const std::optional<at::Tensor>& w2_scales, at::OptionalIntArrayRef expert_range,
                           c10::string_view kernel) {
   const std::optional<MoeKernel> force = parse_moe_layer_kernel(kernel);
@@ -168,8 +169,8 @@ at::Tensor fused_moe_cuda_run(const at::Tensor& x, const at::Tensor& w13, const 
   at::Tensor out = at::empty({p.tokens, p.hidden}, x.options());
   at::Tensor ws = at::empty({static_cast<int64_t>(plan.workspace.total)}, x.options().dtype(at::kByte));
   const at::Tensor weights = topk_weights.to(at::kFloat).contiguous(), ids = topk_ids.contiguous();
-  cpu::MoeLayer layer{a.w13.type, a.w13.view,         a.w2.type,    a.w2.view,       p.local_experts,
-                      p.hidden,   p.intermediate,     p.activation, p.expert_begin};
+  cpu::MoeLayer layer{a.w13.type, a.w13.view,     a.w2.type,    a.w2.view,     p.local_experts,
+                      p.hidden,   p.intermediate, p.activation, p.expert_begin};
   translate_errors([&] {
     cuda::fused_moe(layer, xc.data_ptr(), float_type(xc.scalar_type()), p.tokens, xc.stride(0),
                     weights.data_ptr<float>(), expert_ids(ids), p.top_k, out.data_ptr(), plan, ws.data_ptr(),
