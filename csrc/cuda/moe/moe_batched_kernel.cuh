@@ -6,8 +6,9 @@
 // row of the output (plain float32, or bf16 act(gate) * up where the tile holds the gate and up
 // rows of the same outputs). Nothing outside the tile is ever decoded to bf16.
 //
-// Interim: mma.sync, no pipelining of loads and decode (the wgmma kernel of the MMQ work replaces
-// this core; the routing, gather and epilogue stay).
+// Interim: mma.sync; the next slice is loaded and decoded into registers while the tensor cores
+// take the current one, nothing deeper (the wgmma kernel of the MMQ work replaces this core; the
+// routing, gather and epilogue stay).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -79,25 +80,35 @@ __global__ void __launch_bounds__(kMoeBatchedThreads) moe_batched_kernel(MoeProj
   const Codebooks cb = global_codebooks<Traits::kCodebook>();
   MoeTileMma::Acc acc;
   MoeTileMma::zero(acc);
-  for (int64_t k0 = 0; k0 < a.k; k0 += kMoeTileK) {
+  // Slice k0's activations and decoded weights, fetched into registers one slice ahead so that
+  // their global loads are in flight while the tensor cores take the slice before.
+  uint4 x_next[kMoeRowsPerThread], w_next[kMoeRowsPerThread];
+  auto fetch = [&](int64_t k0) {
     const int64_t kk = k0 + kGroupElems * col_group;
     const bool k_in = kk < a.k;  // K is whole 32-weight blocks: a last slice may be half full
 #pragma unroll
     for (int i = 0; i < kMoeRowsPerThread; ++i) {
-      const int r = row0 + kMoeRowStep * i;
-      uint4 xv = make_uint4(0, 0, 0, 0);
-      if (k_in && x_rows[i] != nullptr) xv = *reinterpret_cast<const uint4*>(x_rows[i] + kk);
-      *reinterpret_cast<uint4*>(a_words + r * MoeTileMma::kRowWords + 4 * col_group) = xv;
-      uint4 wv = make_uint4(0, 0, 0, 0);
+      x_next[i] = make_uint4(0, 0, 0, 0);
+      if (k_in && x_rows[i] != nullptr) x_next[i] = *reinterpret_cast<const uint4*>(x_rows[i] + kk);
+      w_next[i] = make_uint4(0, 0, 0, 0);
       if (k_in && w_valid[i]) {
         float v[8];
         moe_decode_group<Traits>(w_rows[i], kk / kGroupElems, cb, v);
-        wv = make_uint4(pack_bf16_pair(v[0], v[1]), pack_bf16_pair(v[2], v[3]), pack_bf16_pair(v[4], v[5]),
-                        pack_bf16_pair(v[6], v[7]));
+        w_next[i] = make_uint4(pack_bf16_pair(v[0], v[1]), pack_bf16_pair(v[2], v[3]), pack_bf16_pair(v[4], v[5]),
+                               pack_bf16_pair(v[6], v[7]));
       }
-      *reinterpret_cast<uint4*>(b_words + r * MoeTileMma::kRowWords + 4 * col_group) = wv;
+    }
+  };
+  fetch(0);
+  for (int64_t k0 = 0; k0 < a.k; k0 += kMoeTileK) {
+#pragma unroll
+    for (int i = 0; i < kMoeRowsPerThread; ++i) {
+      const int r = row0 + kMoeRowStep * i;
+      *reinterpret_cast<uint4*>(a_words + r * MoeTileMma::kRowWords + 4 * col_group) = x_next[i];
+      *reinterpret_cast<uint4*>(b_words + r * MoeTileMma::kRowWords + 4 * col_group) = w_next[i];
     }
     __syncthreads();
+    if (k0 + kMoeTileK < a.k) fetch(k0 + kMoeTileK);
     MoeTileMma::multiply(a_words, b_words, acc);
     __syncthreads();
   }
