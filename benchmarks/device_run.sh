@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|bench|ab|ncu|gbench|gdb ...]
+#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-moe|bench|bench-moe|ab|ncu|
+#   gbench|gdb ...]
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
 #   bit-exact decode tests skip there. LOWBIT_COMMIT names the commit in the CSVs (no .git there).
@@ -79,6 +80,19 @@ for step in "${steps[@]}"; do
         timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda_kernels.py -k "${SANITIZE_FILTER:-mmvq or dequantize}" \
         > "$OUT/sanitize-pytest.log" 2>&1
       echo "memcheck pytest rc=$?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-pytest.log" | tail -3 ;;
+    sanitize-moe)
+      # the MoE kernels and routing under memcheck (small token counts; racecheck for the routing)
+      compute-sanitizer --tool memcheck --error-exitcode 3 \
+        timeout 500 python3 -m pytest -q -p no:cacheprovider tests/python/test_moe_cuda.py tests/python/test_moe_ops.py \
+        -k "${SANITIZE_MOE_FILTER:-not 4096 and not 1000 and not 2_to_the_31 and not graph}" > "$OUT/sanitize-moe.log" 2>&1
+      echo "memcheck moe rc=$?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-moe.log" | tail -3
+      compute-sanitizer --tool racecheck --error-exitcode 3 \
+        timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_moe_cuda.py -k routing \
+        > "$OUT/racecheck-moe.log" 2>&1
+      echo "racecheck moe routing rc=$?"; grep -E "RACECHECK SUMMARY|passed|failed" "$OUT/racecheck-moe.log" | tail -3 ;;
+    bench-moe)
+      python3 -X faulthandler benchmarks/bench_moe.py --out "$OUT" ${BENCH_MOE_ARGS:-} > "$OUT/bench-moe.log" 2>&1
+      echo "bench-moe rc=$?"; tail -40 "$OUT/bench-moe.log" ;;
     bench)
       python3 -X faulthandler benchmarks/bench_dense.py --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
       tail -22 "$OUT/bench.log" ;;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import compat_moe, moe
 from ._api import capabilities, dequantize, fused_moe, linear, quantize, select_kernel
 from ._types import GGUF_WEIGHT_TYPES, SPLIT_MX_TYPES, WEIGHT_TYPES, QuantType, as_quant_type
 
@@ -14,9 +15,11 @@ __all__ = [
     "WEIGHT_TYPES",
     "as_quant_type",
     "capabilities",
+    "compat_moe",
     "dequantize",
     "fused_moe",
     "linear",
+    "moe",
     "quantize",
     "select_kernel",
 ]

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from . import _C, _fake, ascend  # noqa: F401  (_C and _fake register torch.ops.lowbit and its fakes)
+from . import _C, _fake, _fake_moe, ascend  # noqa: F401  (_C and the fakes register torch.ops.lowbit)
 from ._types import QTypeLike, as_quant_type
 
 _SCALE_RULES = {"ocp": 0, "round_up": 1}

@@ -79,7 +79,9 @@ def test_fused_moe_matches_reference(device, t13, t2, activation, rng: np.random
     )
     ref = reference(x, w13, w2, weights, ids, t13, t2, activation, s13, s2)
     assert out.shape == x.shape and out.dtype == x.dtype
-    assert rel_err(out, ref) < 1e-5
+    # CUDA rounds the activations and act(gate) * up to bf16 (test_moe_cuda.py checks it tightly
+    # against a reference that rounds the same way)
+    assert rel_err(out, ref) < (1e-5 if device == "cpu" else 1e-2)
 
 
 @pytest.mark.parametrize("device", DEVICES)

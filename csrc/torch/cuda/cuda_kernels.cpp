@@ -1,12 +1,12 @@
 // CUDA implementations of the lowbit ops over lowbit's C++ CUDA API: on the tensors' device, on
-// torch's current stream, no host synchronization (CUDA-graph capturable; fused_moe excepted: it
-// reads which experts are used).
+// torch's current stream, no host synchronization (CUDA-graph capturable).
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
 #include "composite.h"
+#include "cuda/moe_ops.h"
 #include "lowbit/cuda.h"
 #include "lowbit/cuda_mmq.h"
 #include "lowbit/dispatch.h"
@@ -150,15 +150,8 @@ at::Tensor fused_moe_cuda(const at::Tensor& x, const at::Tensor& w13, const at::
                           const at::Tensor& topk_weights, const at::Tensor& topk_ids, int64_t w13_type, int64_t w2_type,
                           c10::string_view activation, const std::optional<at::Tensor>& w13_scales,
                           const std::optional<at::Tensor>& w2_scales, at::OptionalIntArrayRef expert_range) {
-  const FusedMoePlan p = plan_fused_moe(x, w13, w2, topk_weights, topk_ids, w13_type, w2_type, activation, w13_scales,
-                                        w2_scales, expert_range);
-  const c10::cuda::CUDAGuard guard(x.device());
-  FusedMoePlan aligned = p;
-  const AlignedWeight a13 = aligned_weight(p.w13, w13, w13_scales);
-  const AlignedWeight a2 = aligned_weight(p.w2, w2, w2_scales);
-  aligned.w13 = a13.arg;
-  aligned.w2 = a2.arg;
-  return fused_moe_composite(aligned, x, topk_weights, topk_ids, &dequantize_expert_cuda);
+  return fused_moe_cuda_run(x, w13, w2, topk_weights, topk_ids, w13_type, w2_type, activation, w13_scales, w2_scales,
+                            expert_range, std::nullopt);
 }
 
 }  // namespace

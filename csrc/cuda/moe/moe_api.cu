@@ -1,0 +1,256 @@
+// lowbit's CUDA MoE API (include/lowbit/cuda_moe.h): argument checks, then the routing, the
+// projection kernels of each weight type and the fused layer's sequence on one stream.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/launch.h"
+#include "cuda/moe/moe_launch.h"
+#include "cuda/moe/moe_routing_launch.h"
+#include "lowbit/cuda_moe.h"
+#include "lowbit/error.h"
+#include "lowbit/formats/all.h"
+
+namespace lowbit::cuda {
+namespace {
+
+bool aligned(const void* p, uintptr_t a) {
+  return (reinterpret_cast<uintptr_t>(p) % a) == 0;
+}
+
+constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
+
+void check_experts(int64_t pairs, int64_t experts) {
+  LOWBIT_CHECK(experts >= 1 && experts <= kMoeMaxExperts, "experts: E = ", experts, " must be in [1, ", kMoeMaxExperts,
+               "]");
+  LOWBIT_CHECK(pairs >= 0, "topk_ids: pairs must be >= 0, got ", pairs);
+}
+
+// The weight of every expert: type, strides and alignment as the decode primitives need them.
+void check_expert_weight(QuantType t, const WeightView& w, int64_t experts, int64_t rows, int64_t k, const char* name) {
+  const TypeInfo& info = weight_type_info(static_cast<int64_t>(t), "qtype");
+  const int64_t rb = row_bytes(t, k, "k");
+  LOWBIT_CHECK(rows >= 1, name, ": rows per expert must be >= 1, got ", rows);
+  LOWBIT_CHECK(w.data != nullptr, name, ": data pointer is null");
+  LOWBIT_CHECK(aligned(w.data, 16), name, ": data must be 16-byte aligned");
+  int block_align = 1;
+  visit_weight_type(t, [&](auto traits) { block_align = decltype(traits)::kAlign; });
+  LOWBIT_CHECK(w.row_stride >= rb && w.row_stride % block_align == 0, name, ": row stride ", w.row_stride,
+               " must be >= the row's ", rb, " bytes and a multiple of ", block_align, " (", info.name, ")");
+  LOWBIT_CHECK(experts <= 1 || (w.expert_stride >= rows * w.row_stride && w.expert_stride % block_align == 0), name,
+               ": expert stride ", w.expert_stride, " must be >= rows * row stride = ", rows * w.row_stride,
+               " and a multiple of ", block_align);
+  if (info.split_scales) {
+    LOWBIT_CHECK(w.scales != nullptr, name, ": ", info.name, " needs its E8M0 scales, which are missing");
+    LOWBIT_CHECK(w.scale_row_stride >= k / 32, name, ": scale row stride ", w.scale_row_stride,
+                 " is shorter than K/32 = ", k / 32);
+    LOWBIT_CHECK(experts <= 1 || w.scale_expert_stride >= rows * w.scale_row_stride, name, ": scale expert stride ",
+                 w.scale_expert_stride, " must be >= rows * scale row stride");
+  }
+}
+
+cuda_detail::MoeProjArgs proj_args(const MoeProjection& p, bool gated, Activation act) {
+  cuda_detail::MoeProjArgs a{};
+  a.w = static_cast<const uint8_t*>(p.w.data);
+  a.w_row_stride = p.w.row_stride;
+  a.w_expert_stride = p.w.expert_stride;
+  a.scales = p.w.scales;
+  a.scale_row_stride = p.w.scale_row_stride;
+  a.scale_expert_stride = p.w.scale_expert_stride;
+  a.experts = p.experts;
+  a.n = p.n;
+  a.k = p.k;
+  a.x = static_cast<const uint16_t*>(p.x);
+  a.x_row_stride = p.x_row_stride;
+  a.x_pair_divisor = p.x_pair_divisor;
+  a.pairs = p.pairs;
+  a.out = p.y;
+  a.out_row_stride = p.y_row_stride;
+  a.gated = gated;
+  a.activation = act;
+  return a;
+}
+
+// rows: weight rows per expert (2n when gated).
+void check_projection(const MoeProjection& p, int64_t rows, const char* op) {
+  check_experts(p.pairs, p.experts);
+  LOWBIT_CHECK(p.n >= 1, op, ": N must be >= 1, got ", p.n);
+  check_expert_weight(p.type, p.w, p.experts, rows, p.k, "w");
+  LOWBIT_CHECK(p.x_pair_divisor >= 1, "x_pair_divisor: must be >= 1, got ", p.x_pair_divisor);
+  LOWBIT_CHECK(p.pairs == 0 || p.x != nullptr, "x: pointer is null");
+  LOWBIT_CHECK(aligned(p.x, 16), "x: must be 16-byte aligned (bf16 rows are read 16 bytes at a time)");
+  LOWBIT_CHECK(p.x_row_stride >= p.k && p.x_row_stride % 8 == 0, "x: row stride ", p.x_row_stride,
+               " must be >= K = ", p.k, " and a multiple of 8 elements");
+  LOWBIT_CHECK(p.pairs == 0 || p.y != nullptr, "y: pointer is null");
+  LOWBIT_CHECK(p.y_row_stride >= p.n, "y: row stride ", p.y_row_stride, " must be >= N = ", p.n);
+}
+
+void launch_projection(QuantType t, const cuda_detail::MoeProjArgs& a, bool batched, cudaStream_t stream) {
+  visit_weight_type(t, [&](auto traits) {
+    constexpr QuantType kT = decltype(traits)::kType;
+    if (batched)
+      cuda_detail::launch_moe_batched<kT>(a, stream);
+    else
+      cuda_detail::launch_moe_vec<kT>(a, stream);
+  });
+}
+
+void check_vec_grid(int64_t pairs, int64_t n, bool gated) {
+  const int64_t per_block =
+      gated ? cuda_detail::kMoeVecWarps : cuda_detail::kMoeVecWarps * cuda_detail::kMoeVecRowsPerWarp;
+  LOWBIT_CHECK(pairs * ((n + per_block - 1) / per_block) <= kMaxGridX, "topk_ids: ", pairs, " pairs x ", n,
+               " outputs exceed the vector kernel's grid; use the batched kernel");
+}
+
+void check_batched_grid(int64_t capacity, int64_t n, bool gated) {
+  const int64_t per_tile = gated ? cuda_detail::kMoeTileN / 2 : cuda_detail::kMoeTileN;
+  LOWBIT_CHECK((n + per_tile - 1) / per_tile <= 65535, "w: N = ", n, " needs more than 65535 tiles of ", per_tile);
+  LOWBIT_CHECK(capacity / cuda_detail::kMoeTileM < kMaxGridX, "sorted_pairs: too many rows");
+}
+
+void check_routing(const MoeRouting& r, int64_t pairs, int64_t experts, int block_size) {
+  LOWBIT_CHECK(r.sorted_pairs != nullptr && r.block_experts != nullptr && r.num_padded != nullptr,
+               "routing: sorted_pairs, block_experts and num_padded must not be null");
+  LOWBIT_CHECK(r.capacity >= moe_sorted_capacity(pairs, experts, block_size), "sorted_pairs: ", r.capacity,
+               " rows is less than pairs + E * (block_size - 1) = ", moe_sorted_capacity(pairs, experts, block_size));
+  LOWBIT_CHECK(r.blocks * block_size >= r.capacity, "block_experts: ", r.blocks, " blocks of ", block_size,
+               " do not cover the ", r.capacity, " sorted rows");
+}
+
+}  // namespace
+
+void moe_pair_experts(ExpertIds ids, int64_t pairs, int64_t experts, int64_t begin, int32_t* pair_experts,
+                      cudaStream_t stream) {
+  check_experts(pairs, experts);
+  LOWBIT_CHECK(pairs == 0 || (ids.data != nullptr && pair_experts != nullptr), "topk_ids/pair_experts: null pointer");
+  cuda_detail::launch_pair_experts(ids.data, ids.int64, pairs, experts, begin, pair_experts, stream);
+}
+
+size_t moe_align_workspace_bytes(int64_t pairs, int64_t experts) {
+  const int64_t segments = (pairs + kMoeRoutingSegment - 1) / kMoeRoutingSegment;
+  const auto pair_bytes = static_cast<size_t>((pairs * 4 + 255) / 256 * 256);
+  return pair_bytes + static_cast<size_t>(segments * experts * 4);
+}
+
+void moe_align(ExpertIds ids, int64_t pairs, int64_t experts, int64_t begin, int block_size, const MoeRouting& out,
+               void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  check_experts(pairs, experts);
+  LOWBIT_CHECK(block_size >= 1 && block_size <= 1024, "block_size: must be in [1, 1024], got ", block_size);
+  LOWBIT_CHECK(pairs < (int64_t{1} << 31) - experts * block_size, "topk_ids: ", pairs,
+               " pairs do not fit int32 sorted rows");
+  check_routing(out, pairs, experts, block_size);
+  LOWBIT_CHECK(pairs == 0 || (ids.data != nullptr && out.pair_slots != nullptr), "topk_ids/pair_slots: null pointer");
+  const size_t need = moe_align_workspace_bytes(pairs, experts);
+  LOWBIT_CHECK(workspace != nullptr && workspace_bytes >= need && aligned(workspace, 16),
+               "workspace: ", workspace_bytes, " bytes; moe_align needs ", need, ", 16-byte aligned");
+  auto* pair_experts = static_cast<int32_t*>(workspace);
+  auto* counts = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(workspace) + (pairs * 4 + 255) / 256 * 256);
+  cuda_detail::launch_pair_experts(ids.data, ids.int64, pairs, experts, begin, pair_experts, stream);
+  cuda_detail::launch_moe_align(pair_experts, pairs, experts, block_size, counts, out.sorted_pairs, out.capacity,
+                                out.block_experts, out.blocks, out.num_padded, out.pair_slots, stream);
+}
+
+void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, cudaStream_t stream) {
+  check_projection(proj, proj.n, "moe_vec");
+  LOWBIT_CHECK(proj.pairs == 0 || pair_experts != nullptr, "pair_experts: pointer is null");
+  check_vec_grid(proj.pairs, proj.n, false);
+  cuda_detail::MoeProjArgs a = proj_args(proj, false, Activation::kSiLU);
+  a.pair_experts = pair_experts;
+  launch_projection(proj.type, a, false, stream);
+}
+
+void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStream_t stream) {
+  check_projection(proj, proj.n, "moe_batched");
+  check_routing(routing, proj.pairs, proj.experts, kMoeBlockSize);
+  check_batched_grid(routing.capacity, proj.n, false);
+  cuda_detail::MoeProjArgs a = proj_args(proj, false, Activation::kSiLU);
+  a.sorted_pairs = routing.sorted_pairs;
+  a.sorted_capacity = routing.capacity;
+  a.block_experts = routing.block_experts;
+  a.num_padded = routing.num_padded;
+  launch_projection(proj.type, a, true, stream);
+}
+
+void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int64_t tokens, int64_t x_row_stride,
+               const float* topk_weights, ExpertIds ids, int64_t top_k, void* out, const MoePlan& plan, void* workspace,
+               size_t workspace_bytes, cudaStream_t stream) {
+  const int64_t E = layer.local_experts, H = layer.hidden, I = layer.intermediate;
+  check_experts(tokens * top_k, E);
+  LOWBIT_CHECK(tokens >= 0, "x: token count must be >= 0, got ", tokens);
+  LOWBIT_CHECK(top_k >= 1 && top_k <= kMoeMaxTopK, "topk_ids: top_k = ", top_k, " must be in [1, ", kMoeMaxTopK, "]");
+  LOWBIT_CHECK(H >= 1 && I >= 1, "w13/w2: H = ", H, " and I = ", I, " must be positive");
+  check_expert_weight(layer.w13_type, layer.w13, E, 2 * I, H, "w13");
+  check_expert_weight(layer.w2_type, layer.w2, E, H, I, "w2");
+  LOWBIT_CHECK(layer.activation == Activation::kSiLU || layer.activation == Activation::kGELU ||
+                   layer.activation == Activation::kGELUTanh,
+               "activation: unknown value ", static_cast<int>(layer.activation));
+  const int64_t pairs = tokens * top_k;
+  LOWBIT_CHECK(plan.pairs == pairs && plan.block_size == kMoeBlockSize &&
+                   plan.sorted_capacity >= moe_sorted_capacity(pairs, E, plan.block_size),
+               "plan: made for ", plan.pairs, " pairs, this call has ", pairs, " (use plan_moe with this shape)");
+  LOWBIT_CHECK(workspace_bytes >= plan.workspace.total && workspace != nullptr && aligned(workspace, 256),
+               "workspace: ", workspace_bytes, " bytes; the plan needs ", plan.workspace.total, ", 256-byte aligned");
+  LOWBIT_CHECK(tokens == 0 || (x != nullptr && out != nullptr && topk_weights != nullptr && ids.data != nullptr),
+               "x/out/topk_weights/topk_ids: null pointer");
+  LOWBIT_CHECK(x_row_stride >= H, "x: row stride ", x_row_stride, " must be >= H = ", H);
+  const bool x_bf16 = x_type == FloatType::BF16 && aligned(x, 16) && x_row_stride % 8 == 0;
+  LOWBIT_CHECK(x_bf16 || plan.workspace.x_bf16 != plan.workspace.gated,
+               "plan: made for bf16 activations (16-byte aligned, row stride a multiple of 8); this x needs the "
+               "rounding copy (plan_moe with x_is_bf16 = false)");
+  const bool batched = plan.kernel == MoeKernel::kBatched;
+  if (batched) {
+    check_batched_grid(plan.sorted_capacity, I, true);
+    check_batched_grid(plan.sorted_capacity, H, false);
+  } else {
+    check_vec_grid(pairs, I, true);
+    check_vec_grid(pairs, H, false);
+  }
+  if (tokens == 0) return;
+
+  uint8_t* base = static_cast<uint8_t*>(workspace);
+  const MoeWorkspaceLayout& L = plan.workspace;
+  auto* pair_experts = reinterpret_cast<int32_t*>(base + L.pair_experts);
+  MoeRouting routing;
+  routing.sorted_pairs = reinterpret_cast<int32_t*>(base + L.sorted_pairs);
+  routing.capacity = plan.sorted_capacity;
+  routing.block_experts = reinterpret_cast<int32_t*>(base + L.block_experts);
+  routing.blocks = plan.blocks;
+  routing.num_padded = reinterpret_cast<int32_t*>(base + L.num_padded);
+  routing.pair_slots = reinterpret_cast<int32_t*>(base + L.pair_slots);
+
+  cuda_detail::launch_pair_experts(ids.data, ids.int64, pairs, E, layer.expert_begin, pair_experts, stream);
+  if (batched)
+    cuda_detail::launch_moe_align(pair_experts, pairs, E, plan.block_size,
+                                  reinterpret_cast<int32_t*>(base + L.segment_counts), routing.sorted_pairs,
+                                  routing.capacity, routing.block_experts, routing.blocks, routing.num_padded,
+                                  routing.pair_slots, stream);
+  const void* xb = x;
+  int64_t xb_stride = x_row_stride;
+  if (!x_bf16) {
+    auto* rounded = reinterpret_cast<uint16_t*>(base + L.x_bf16);
+    cuda_detail::launch_round_to_bf16(x, x_type, tokens, H, x_row_stride, rounded, stream);
+    xb = rounded;
+    xb_stride = H;
+  }
+  // act(gate) * up needs an 8-element multiple row stride to be read back 16 bytes at a time
+  auto* gated = reinterpret_cast<uint16_t*>(base + L.gated);
+  auto* down = reinterpret_cast<float*>(base + L.down);
+
+  MoeProjection up{layer.w13_type, layer.w13, E, I, H, xb, xb_stride, top_k, pairs, nullptr, I};
+  cuda_detail::MoeProjArgs a13 = proj_args(up, true, layer.activation);
+  a13.out = gated;
+  MoeProjection dn{layer.w2_type, layer.w2, E, H, I, gated, I, 1, pairs, down, H};
+  cuda_detail::MoeProjArgs a2 = proj_args(dn, false, layer.activation);
+  for (cuda_detail::MoeProjArgs* a : {&a13, &a2}) {
+    a->pair_experts = pair_experts;
+    a->sorted_pairs = routing.sorted_pairs;
+    a->sorted_capacity = routing.capacity;
+    a->block_experts = routing.block_experts;
+    a->num_padded = routing.num_padded;
+  }
+  launch_projection(layer.w13_type, a13, batched, stream);
+  launch_projection(layer.w2_type, a2, batched, stream);
+  cuda_detail::launch_moe_combine(down, topk_weights, pair_experts, tokens, top_k, H, out, x_type, stream);
+}
+
+}  // namespace lowbit::cuda

@@ -1,0 +1,73 @@
+// Internal seam between the checked MoE API (moe_api.cu) and the per-family projection kernels
+// (moe_kernels_<family>.cu): one argument struct and one launcher per kernel and weight type.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "lowbit/cpu.h"
+#include "lowbit/quant_type.h"
+
+namespace lowbit::cuda_detail {
+
+// One projection over routed pairs (lowbit/cuda_moe.h, MoeProjection) in kernel terms.
+// gated: the weight holds 2 * n rows (gate rows, then up rows) and the output is the bf16
+// act(gate_j . x) * (up_j . x) for j < n; otherwise the float32 row_j . x.
+struct MoeProjArgs {
+  const uint8_t* w;
+  int64_t w_row_stride;     // bytes
+  int64_t w_expert_stride;  // bytes
+  const uint8_t* scales;    // split MX types
+  int64_t scale_row_stride;
+  int64_t scale_expert_stride;
+  int64_t experts;
+  int64_t n;  // outputs per pair
+  int64_t k;
+  const uint16_t* x;  // bf16 bits
+  int64_t x_row_stride;
+  int64_t x_pair_divisor;
+  int64_t pairs;
+  const int32_t* pair_experts;  // vector kernel
+  const int32_t* sorted_pairs;  // batched kernel: routing
+  int64_t sorted_capacity;
+  const int32_t* block_experts;
+  const int32_t* num_padded;
+  void* out;  // float32, or bf16 bits when gated
+  int64_t out_row_stride;
+  bool gated;
+  Activation activation;
+};
+
+// The vector kernel's outputs per block (plain; gated takes half as many).
+inline constexpr int kMoeVecWarps = 4;
+inline constexpr int kMoeVecRowsPerWarp = 2;
+// The batched kernel's tile: kMoeTileM sorted rows (the routing's block) x kMoeTileN weight rows.
+inline constexpr int kMoeTileM = 64;
+inline constexpr int kMoeTileN = 64;
+inline constexpr int kMoeTileK = 64;
+
+template <QuantType T>
+void launch_moe_vec(const MoeProjArgs& a, cudaStream_t stream);
+
+template <QuantType T>
+void launch_moe_batched(const MoeProjArgs& a, cudaStream_t stream);
+
+#define LOWBIT_INSTANTIATE_MOE_KERNELS(Name)                                       \
+  template void launch_moe_vec<QuantType::Name>(const MoeProjArgs&, cudaStream_t); \
+  template void launch_moe_batched<QuantType::Name>(const MoeProjArgs&, cudaStream_t);
+
+// The activation the gated projections apply (cpu::activate's definitions in float).
+__device__ __forceinline__ float moe_activate(Activation a, float v) {
+  switch (a) {
+    case Activation::kSiLU:
+      return v / (1.0f + expf(-v));
+    case Activation::kGELU:
+      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case Activation::kGELUTanh:
+      return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+  }
+  return v;
+}
+
+}  // namespace lowbit::cuda_detail

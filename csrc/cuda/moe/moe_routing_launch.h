@@ -1,0 +1,30 @@
+// Launchers of the MoE routing kernels (moe_routing.cu) and of the fused layer's small kernels
+// (moe_layer_kernels.cu), called by the checked API (moe_api.cu).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "lowbit/cpu.h"
+
+namespace lowbit::cuda_detail {
+
+void launch_pair_experts(const void* ids, bool ids_int64, int64_t pairs, int64_t experts, int64_t begin,
+                         int32_t* pair_experts, cudaStream_t stream);
+
+// segment_counts: int32 [ceil(pairs / kMoeRoutingSegment), experts] scratch.
+void launch_moe_align(const int32_t* pair_experts, int64_t pairs, int64_t experts, int block_size,
+                      int32_t* segment_counts, int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts,
+                      int64_t blocks, int32_t* num_padded, int32_t* pair_slots, cudaStream_t stream);
+
+// x [tokens, hidden] (row stride in elements) in x_type -> bf16 [tokens, hidden] contiguous.
+void launch_round_to_bf16(const void* x, FloatType x_type, int64_t tokens, int64_t hidden, int64_t x_row_stride,
+                          uint16_t* out, cudaStream_t stream);
+
+// out[t, h] = sum over k = 0..top_k-1 in order of weights[t, k] * down[t * top_k + k, h], pairs with
+// pair_experts < 0 skipped; out [tokens, hidden] contiguous in out_type.
+void launch_moe_combine(const float* down, const float* weights, const int32_t* pair_experts, int64_t tokens,
+                        int64_t top_k, int64_t hidden, void* out, FloatType out_type, cudaStream_t stream);
+
+}  // namespace lowbit::cuda_detail

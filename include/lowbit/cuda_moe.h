@@ -1,0 +1,88 @@
+// lowbit's CUDA MoE API: routing, one projection over routed pairs (vector or batched kernel) and
+// the fused layer, over raw device pointers and a cudaStream_t. No torch. Every call checks its
+// arguments (lowbit::Error naming the argument), enqueues work on `stream` without synchronizing
+// and allocates nothing (workspaces come from the caller), so it can be captured in a CUDA graph.
+// Results are deterministic run to run: no float atomics; sums run in a fixed order.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lowbit/cpu.h"
+#include "lowbit/moe_policy.h"
+#include "lowbit/moe_routing.h"
+#include "lowbit/quant_type.h"
+#include "lowbit/weights.h"
+
+namespace lowbit::cuda {
+
+// Expert ids as the caller holds them: int32 or int64, [pairs] (token-major [T, top_k] flattened).
+struct ExpertIds {
+  const void* data = nullptr;
+  bool int64 = false;
+};
+
+// pair_experts[p] = moe_local_expert(ids[p], begin, experts) (lowbit/moe_routing.h).
+void moe_pair_experts(ExpertIds ids, int64_t pairs, int64_t experts, int64_t begin, int32_t* pair_experts,
+                      cudaStream_t stream);
+
+// Device buffers of the routing (lowbit/moe_routing.h states what each holds).
+struct MoeRouting {
+  int32_t* sorted_pairs = nullptr;   // [capacity]
+  int64_t capacity = 0;              // >= moe_sorted_capacity(pairs, experts, block_size)
+  int32_t* block_experts = nullptr;  // [blocks], blocks * block_size >= capacity
+  int64_t blocks = 0;
+  int32_t* num_padded = nullptr;  // [1]
+  int32_t* pair_slots = nullptr;  // [pairs]
+};
+
+// Bytes of scratch moe_align needs (pair_experts and the per-segment histograms).
+size_t moe_align_workspace_bytes(int64_t pairs, int64_t experts);
+
+// The routing on the device, equal element for element to cpu::moe_align; no host read of the ids
+// (sizes are the host-known upper bounds). E <= kMoeMaxExperts; `workspace` 16-byte aligned, at
+// least moe_align_workspace_bytes.
+void moe_align(ExpertIds ids, int64_t pairs, int64_t experts, int64_t begin, int block_size, const MoeRouting& out,
+               void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
+// One projection over routed pairs: y[p, n] = sum_k W[e(p)][n, k] x[p / x_pair_divisor, k] for
+// n < N, float32 accumulation, y float32.
+//   w: the experts' weights (data, row and expert strides in bytes; split MX scales and their
+//      strides), [experts, N, row_bytes(K)].
+//   x: bf16 [rows, K] with row stride x_row_stride elements (a multiple of 8), 16-byte aligned;
+//      rows >= ceil(pairs / x_pair_divisor). Weights are decoded exactly; activations are bf16.
+struct MoeProjection {
+  QuantType type{};
+  WeightView w;
+  int64_t experts = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  const void* x = nullptr;  // bf16
+  int64_t x_row_stride = 0;
+  int64_t x_pair_divisor = 1;  // top_k when x holds tokens, 1 when it holds one row per pair
+  int64_t pairs = 0;
+  float* y = nullptr;  // [pairs, N] with row stride y_row_stride
+  int64_t y_row_stride = 0;
+};
+
+// Vector kernel: one block per (pair, tile of rows); pairs whose pair_experts[p] < 0 get zero rows.
+void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, cudaStream_t stream);
+
+// Batched kernel over routing made with block_size kMoeBlockSize: rows of pairs that the routing
+// dropped are not written. Blocks past *num_padded exit at once.
+void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStream_t stream);
+
+// The fused layer: routing, gate/up projection with act(gate) * up, down projection, and the
+// top-k weighted sum in a fixed order (out[t] = sum over k in order of w[t, k] * y[t * top_k + k]
+// for the pairs whose expert is local; exact zeros where none is).
+//   x: [tokens, H] (row stride x_row_stride elements, 16-byte aligned) in x_type; out [tokens, H]
+//   contiguous in x_type; topk_weights float32 [tokens, top_k]; ids [tokens, top_k].
+//   plan: plan_moe for this shape (its kernel and workspace layout); workspace: device memory of
+//   plan.workspace.total bytes, 256-byte aligned.
+void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int64_t tokens, int64_t x_row_stride,
+               const float* topk_weights, ExpertIds ids, int64_t top_k, void* out, const MoePlan& plan, void* workspace,
+               size_t workspace_bytes, cudaStream_t stream);
+
+}  // namespace lowbit::cuda

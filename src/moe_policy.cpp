@@ -1,0 +1,104 @@
+// MoE kernel selection and workspace layout (include/lowbit/moe_policy.h).
+#include "lowbit/moe_policy.h"
+
+#include <sstream>
+
+#include "lowbit/error.h"
+
+namespace lowbit {
+namespace {
+
+// PROVISIONAL (2026-12-01): the vector kernel reads each pair's expert rows once per pair, the
+// batched kernel once per block of kMoeBlockSize pairs of one expert; at top-8 over 128 experts a
+// block holds about one pair until some 16 tokens, so both read about the same bytes below that
+// and the vector kernel has more blocks in flight. Not measured yet: bench_moe.py's moe_layer rows
+// (kernel=moe_vec vs moe_batched) are to replace this with the measured crossing per device.
+constexpr int64_t kProvisionalVectorMaxTokens = 16;
+
+size_t align_up(size_t v, size_t a) {
+  return (v + a - 1) / a * a;
+}
+
+}  // namespace
+
+const char* moe_kernel_name(MoeKernel k) {
+  switch (k) {
+    case MoeKernel::kVector:
+      return "moe_vec";
+    case MoeKernel::kBatched:
+      return "moe_batched";
+  }
+  return "unknown";
+}
+
+MoeKernel parse_moe_kernel(const std::string& name, const char* arg) {
+  for (MoeKernel k : {MoeKernel::kVector, MoeKernel::kBatched})
+    if (name == moe_kernel_name(k)) return k;
+  detail::fail(arg, ": unknown MoE kernel \"", name, "\" (auto, moe_vec, moe_batched)");
+}
+
+int64_t moe_vector_max_tokens(const MoeShape&, const DeviceFacts&) {
+  return kProvisionalVectorMaxTokens;
+}
+
+int64_t moe_sorted_capacity(int64_t pairs, int64_t experts, int block_size) {
+  LOWBIT_CHECK(pairs >= 0 && experts >= 0, "topk_ids: pairs and experts must be >= 0");
+  LOWBIT_CHECK(block_size >= 1, "block_size: must be >= 1, got ", block_size);
+  return pairs + experts * (block_size - 1);
+}
+
+MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, const MoeKernel* force) {
+  weight_type_info(static_cast<int64_t>(s.w13_type), "w13_type");
+  weight_type_info(static_cast<int64_t>(s.w2_type), "w2_type");
+  LOWBIT_CHECK(s.tokens >= 0, "x: token count must be >= 0, got ", s.tokens);
+  LOWBIT_CHECK(s.experts >= 1 && s.experts <= kMoeMaxExperts, "w13: E = ", s.experts, " must be in [1, ",
+               kMoeMaxExperts, "]");
+  LOWBIT_CHECK(s.top_k >= 1 && s.top_k <= kMoeMaxTopK, "topk_ids: top_k = ", s.top_k, " must be in [1, ", kMoeMaxTopK,
+               "]");
+  LOWBIT_CHECK(s.hidden >= 1 && s.intermediate >= 1, "w13/w2: H = ", s.hidden, " and I = ", s.intermediate,
+               " must be positive");
+  MoePlan p;
+  p.pairs = s.tokens * s.top_k;
+  p.sorted_capacity = moe_sorted_capacity(p.pairs, s.experts, p.block_size);
+  p.blocks = (p.sorted_capacity + p.block_size - 1) / p.block_size;
+  p.segments = (p.pairs + kMoeRoutingSegment - 1) / kMoeRoutingSegment;
+  const int64_t limit = moe_vector_max_tokens(s, device);
+  std::ostringstream why;
+  if (force != nullptr) {
+    LOWBIT_CHECK(*force == MoeKernel::kVector || *force == MoeKernel::kBatched, "kernel: unknown MoeKernel value ",
+                 static_cast<int>(*force));
+    p.kernel = *force;
+    why << moe_kernel_name(p.kernel) << " forced by the caller";
+  } else if (s.tokens <= limit) {
+    p.kernel = MoeKernel::kVector;
+    why << "T = " << s.tokens << " <= " << limit << " (provisional vector limit): one pass per pair over its expert";
+  } else {
+    p.kernel = MoeKernel::kBatched;
+    why << "T = " << s.tokens << " > " << limit << " (provisional vector limit): pairs grouped per expert in blocks of "
+        << p.block_size << ", bf16 tensor-core tiles over decoded weight tiles";
+  }
+  p.reason = why.str();
+
+  MoeWorkspaceLayout& w = p.workspace;
+  size_t at = 0;
+  auto take = [&](size_t bytes) {
+    const size_t start = at;
+    at = align_up(at + bytes, 256);
+    return start;
+  };
+  const auto i32 = [](int64_t n) { return static_cast<size_t>(n) * 4; };
+  const bool batched = p.kernel == MoeKernel::kBatched;
+  w.pair_experts = take(i32(p.pairs));
+  w.sorted_pairs = take(batched ? i32(p.sorted_capacity) : 0);
+  w.block_experts = take(batched ? i32(p.blocks) : 0);
+  w.num_padded = take(batched ? 4 : 0);
+  w.pair_slots = take(batched ? i32(p.pairs) : 0);
+  w.segment_counts = take(batched ? i32(p.segments * s.experts) : 0);
+  w.x_bf16 = take(x_is_bf16 ? 0 : static_cast<size_t>(s.tokens * s.hidden) * 2);
+  w.gated = take(static_cast<size_t>(p.pairs * s.intermediate) * 2);
+  w.down = take(static_cast<size_t>(p.pairs * s.hidden) * 4);
+  w.total = at;
+  return p;
+}
+
+}  // namespace lowbit

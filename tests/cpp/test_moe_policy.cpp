@@ -1,0 +1,176 @@
+// The MoE policy (plan_moe: kernel choice, routing sizes, workspace layout) and the CPU routing
+// reference (cpu::moe_align), on any machine.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "lowbit/error.h"
+#include "lowbit/moe_policy.h"
+#include "lowbit/moe_routing.h"
+
+namespace lowbit {
+namespace {
+
+const DeviceFacts kH200{9, 0, 132};
+
+MoeShape qwen3(int64_t tokens) {
+  return MoeShape{QuantType::IQ4_XS, QuantType::IQ4_XS, tokens, 128, 8, 2048, 768};
+}
+
+TEST(MoePolicy, VectorForFewTokensBatchedForMany) {
+  const int64_t limit = moe_vector_max_tokens(qwen3(1), kH200);
+  ASSERT_GE(limit, 1);
+  EXPECT_EQ(plan_moe(qwen3(1), true, kH200).kernel, MoeKernel::kVector);
+  EXPECT_EQ(plan_moe(qwen3(limit), true, kH200).kernel, MoeKernel::kVector);
+  const MoePlan many = plan_moe(qwen3(limit + 1), true, kH200);
+  EXPECT_EQ(many.kernel, MoeKernel::kBatched);
+  EXPECT_NE(many.reason.find("provisional"), std::string::npos) << many.reason;
+  const MoeKernel forced = MoeKernel::kBatched;
+  EXPECT_EQ(plan_moe(qwen3(1), true, kH200, &forced).kernel, MoeKernel::kBatched);
+  EXPECT_STREQ(moe_kernel_name(MoeKernel::kVector), "moe_vec");
+  EXPECT_EQ(parse_moe_kernel("moe_batched"), MoeKernel::kBatched);
+  EXPECT_THROW(parse_moe_kernel("auto"), Error);
+}
+
+TEST(MoePolicy, RoutingSizesAreHostUpperBounds) {
+  const MoePlan p = plan_moe(qwen3(1000), true, kH200);
+  EXPECT_EQ(p.pairs, 8000);
+  EXPECT_EQ(p.sorted_capacity, 8000 + 128 * (kMoeBlockSize - 1));
+  EXPECT_EQ(p.blocks, (p.sorted_capacity + kMoeBlockSize - 1) / kMoeBlockSize);
+  EXPECT_EQ(p.segments, (8000 + kMoeRoutingSegment - 1) / kMoeRoutingSegment);
+}
+
+TEST(MoePolicy, WorkspaceBuffersAreAlignedAndDisjoint) {
+  for (bool bf16 : {true, false})
+    for (int64_t tokens : {int64_t{1}, int64_t{7}, int64_t{129}, int64_t{4096}}) {
+      const MoePlan p = plan_moe(qwen3(tokens), bf16, kH200);
+      const MoeWorkspaceLayout& w = p.workspace;
+      const int64_t pairs = p.pairs;
+      const bool batched = p.kernel == MoeKernel::kBatched;
+      struct Buffer {
+        size_t at, bytes;
+      };
+      std::vector<Buffer> buffers = {
+          {w.pair_experts, static_cast<size_t>(pairs) * 4},
+          {w.sorted_pairs, batched ? static_cast<size_t>(p.sorted_capacity) * 4 : 0},
+          {w.block_experts, batched ? static_cast<size_t>(p.blocks) * 4 : 0},
+          {w.num_padded, batched ? 4u : 0u},
+          {w.pair_slots, batched ? static_cast<size_t>(pairs) * 4 : 0},
+          {w.segment_counts, batched ? static_cast<size_t>(p.segments * 128) * 4 : 0},
+          {w.x_bf16, bf16 ? 0 : static_cast<size_t>(tokens * 2048) * 2},
+          {w.gated, static_cast<size_t>(pairs * 768) * 2},
+          {w.down, static_cast<size_t>(pairs * 2048) * 4},
+      };
+      size_t end = 0;
+      for (const Buffer& b : buffers) {
+        EXPECT_EQ(b.at % 256, 0u);
+        EXPECT_GE(b.at, end);  // in order, no overlap
+        end = b.at + b.bytes;
+      }
+      EXPECT_GE(w.total, end);
+    }
+}
+
+TEST(MoePolicy, RejectsShapesBeyondTheKernels) {
+  MoeShape s = qwen3(4);
+  s.experts = kMoeMaxExperts + 1;
+  EXPECT_THROW(plan_moe(s, true, kH200), Error);
+  s = qwen3(4);
+  s.top_k = kMoeMaxTopK + 1;
+  EXPECT_THROW(plan_moe(s, true, kH200), Error);
+  s = qwen3(4);
+  s.w2_type = QuantType::Q8_1;
+  try {
+    plan_moe(s, true, kH200);
+    FAIL() << "Q8_1 is not a weight type";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("w2_type"), std::string::npos) << e.what();
+  }
+  s = qwen3(-1);
+  EXPECT_THROW(plan_moe(s, true, kH200), Error);
+}
+
+struct Routing {
+  std::vector<int32_t> sorted, blocks, slots;
+  int32_t used = -1;
+};
+
+Routing align(const std::vector<int64_t>& ids, int64_t experts, int64_t begin, int block) {
+  const auto pairs = static_cast<int64_t>(ids.size());
+  const int64_t capacity = moe_sorted_capacity(pairs, experts, block);
+  Routing r;
+  r.sorted.assign(static_cast<size_t>(capacity), -7);
+  r.blocks.assign(static_cast<size_t>((capacity + block - 1) / block), -7);
+  r.slots.assign(ids.size(), -7);
+  cpu::moe_align(ids.data(), pairs, experts, begin, block, r.sorted.data(), capacity, r.blocks.data(),
+                 static_cast<int64_t>(r.blocks.size()), &r.used, r.slots.data());
+  return r;
+}
+
+TEST(MoeRouting, SmallCaseByHand) {
+  // pairs 0..5 of 3 tokens x top-2; experts [2, 5) are local (begin 2, E = 3); block 4
+  const std::vector<int64_t> ids = {2, 4, 4, -1, 9, 2};
+  const Routing r = align(ids, 3, 2, 4);
+  const int32_t s = 6;  // sentinel = pairs
+  EXPECT_EQ(r.sorted, (std::vector<int32_t>{0, 5, s, s, 1, 2, s, s, s, s, s, s, s, s, s}));
+  EXPECT_EQ(r.blocks, (std::vector<int32_t>{0, 2, -1, -1}));
+  EXPECT_EQ(r.used, 8);
+  EXPECT_EQ(r.slots, (std::vector<int32_t>{0, 4, 5, -1, -1, 1}));
+}
+
+TEST(MoeRouting, RandomRoutingKeepsEveryInvariant) {
+  std::mt19937 rng(std::random_device{}());
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t experts = 1 + static_cast<int64_t>(rng() % 40), begin = rng() % 3;
+    const int block = 1 + static_cast<int>(rng() % 70);
+    const int64_t pairs = static_cast<int64_t>(rng() % 600);
+    std::vector<int64_t> ids(static_cast<size_t>(pairs));
+    for (auto& id : ids) id = static_cast<int64_t>(rng() % (experts + 6)) - 2;  // some negative, some past E
+    const Routing r = align(ids, experts, begin, block);
+    ASSERT_EQ(r.used % block, 0);
+    std::vector<int64_t> seen(static_cast<size_t>(pairs), 0);
+    int64_t last_expert = -1, last_pair = -1;
+    for (int64_t row = 0; row < static_cast<int64_t>(r.sorted.size()); ++row) {
+      const int32_t p = r.sorted[static_cast<size_t>(row)];
+      if (row >= r.used) {
+        EXPECT_EQ(p, pairs);
+        continue;
+      }
+      const int32_t e = r.blocks[static_cast<size_t>(row / block)];
+      ASSERT_GE(e, 0);
+      if (e != last_expert) {
+        EXPECT_GT(e, last_expert);  // experts in increasing order, each in one run
+        EXPECT_EQ(row % block, 0);
+        last_expert = e;
+        last_pair = -1;
+      }
+      if (p == pairs) continue;  // padding
+      ASSERT_GE(p, 0);
+      ASSERT_LT(p, pairs);
+      EXPECT_EQ(moe_local_expert(ids[static_cast<size_t>(p)], begin, experts), e);
+      EXPECT_GT(p, last_pair);  // stable: increasing pair order within an expert
+      last_pair = p;
+      EXPECT_EQ(r.slots[static_cast<size_t>(p)], row);
+      ++seen[static_cast<size_t>(p)];
+    }
+    for (int64_t p = 0; p < pairs; ++p) {
+      const bool local = moe_local_expert(ids[static_cast<size_t>(p)], begin, experts) >= 0;
+      EXPECT_EQ(seen[static_cast<size_t>(p)], local ? 1 : 0);
+      if (!local) EXPECT_EQ(r.slots[static_cast<size_t>(p)], -1);
+    }
+    for (size_t b = static_cast<size_t>(r.used / block); b < r.blocks.size(); ++b) EXPECT_EQ(r.blocks[b], -1);
+  }
+}
+
+TEST(MoeRouting, RejectsTooSmallBuffers) {
+  const std::vector<int64_t> ids = {0, 1};
+  std::vector<int32_t> sorted(2), blocks(2), slots(2);
+  int32_t used = 0;
+  EXPECT_THROW(cpu::moe_align(ids.data(), 2, 2, 0, 4, sorted.data(), 2, blocks.data(), 2, &used, slots.data()), Error);
+  EXPECT_THROW(cpu::moe_align(ids.data(), 2, 0, 0, 4, sorted.data(), 2, blocks.data(), 2, &used, slots.data()), Error);
+}
+
+}  // namespace
+}  // namespace lowbit

@@ -1,0 +1,222 @@
+"""The fused MoE layer and its kernels on CUDA against references that round what the kernels
+round: token counts from 1 to 4096 through the vector and batched kernels, balanced and skewed
+routing, experts with no token, invalid and non-local ids, mixed and split MX types, CUDA-graph
+replay equal to eager bit for bit, determinism, routing equal to the CPU's, expert weights beyond
+2^31 bytes. Skipped cleanly without a GPU.
+
+Bounds. The emulated reference rounds x to bf16, decodes the weights exactly (the batched kernel:
+then to bf16, as it stages them), computes h in float64, rounds act(gate) * up to bf16, and sums
+down projections and the top-k combine in float64. What remains is float32 accumulation order
+(about 1e-6 relative) and act() in float32 flipping a bf16 rounding of an element now and then
+(2^-8 on a small fraction of elements): ||out - ref|| / ||ref|| < 2e-3 for float32 outputs.
+"""
+
+from __future__ import annotations
+
+import lowbit
+import numpy as np
+import pytest
+import torch
+from _helpers import random_weight, rel_err
+from lowbit import QuantType
+from lowbit.moe import moe_align, moe_layer, moe_vec
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+EMULATED_BOUND = 2e-3
+KERNELS = ("moe_vec", "moe_batched")
+
+
+def dev() -> torch.device:
+    return torch.device("cuda", torch.cuda.device_count() - 1)
+
+
+def bf16(t: torch.Tensor) -> torch.Tensor:
+    return t.to(torch.bfloat16).to(t.dtype)
+
+
+def act(name: str, v: torch.Tensor) -> torch.Tensor:
+    if name == "silu":
+        return torch.nn.functional.silu(v)
+    return torch.nn.functional.gelu(v, approximate="tanh" if name == "gelu_tanh" else "none")
+
+
+def emulated_reference(
+    x, w13, w2, weights, ids, t13, t2, kernel, activation="silu", s13=None, s2=None, begin=0
+) -> torch.Tensor:
+    """float64 on the GPU, rounding where the kernels round (module docstring)."""
+    W13 = lowbit.dequantize(w13, t13, scales=s13).double()
+    W2 = lowbit.dequantize(w2, t2, scales=s2).double()
+    if kernel == "moe_batched":
+        W13, W2 = bf16(W13), bf16(W2)
+    E, two_i, _ = W13.shape
+    inter = two_i // 2
+    xb = bf16(x.double())
+    tokens, top_k = ids.shape
+    out = torch.zeros(tokens, W2.shape[1], dtype=torch.float64, device=x.device)
+    local = ids.long() - begin
+    valid = (ids >= 0) & (local >= 0) & (local < E)
+    for e in torch.unique(local[valid]).tolist():
+        t_idx, k_idx = torch.nonzero(valid & (local == e), as_tuple=True)
+        h = xb[t_idx] @ W13[e].T
+        a = bf16(act(activation, h[:, :inter].float()).double() * h[:, inter:])
+        y = a @ W2[e].T
+        out.index_add_(0, t_idx, y * weights[t_idx, k_idx].double()[:, None])
+    return out
+
+
+def routing(rng, tokens, experts, top_k, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
+    if kind == "balanced":
+        ids = np.stack([rng.choice(experts, top_k, replace=False) for _ in range(tokens)])
+    elif kind == "skewed":  # expert 3 takes (nearly) every token; a few experts get none
+        ids = np.stack(
+            [
+                np.concatenate([[3], rng.choice(np.arange(5, 5 + top_k * 2), top_k - 1, replace=False)])
+                for _ in range(tokens)
+            ]
+        )
+    else:  # invalid and non-local ids mixed in
+        ids = np.stack([rng.choice(experts, top_k, replace=False) for _ in range(tokens)])
+        noise = rng.random(ids.shape)
+        ids[noise < 0.1] = -1
+        ids[(noise >= 0.1) & (noise < 0.2)] = experts + 7
+    w = rng.random((tokens, top_k)).astype(np.float32)
+    return torch.from_numpy(w / w.sum(1, keepdims=True)).to(dev()), torch.from_numpy(ids).to(dev())
+
+
+@pytest.mark.parametrize("tokens", [1, 7, 127, 128, 129, 1000, 4096])
+@pytest.mark.parametrize("kind", ["balanced", "skewed", "invalid"])
+def test_fused_moe_every_token_count(tokens, kind, rng: np.random.Generator) -> None:
+    hidden, inter, experts, top_k = 512, 256, 24, 4
+    t13, t2 = QuantType.IQ4_XS, QuantType.IQ3_XXS
+    w13, _ = random_weight(t13, 2 * inter, hidden, rng, experts=experts, device=dev())
+    w2, _ = random_weight(t2, hidden, inter, rng, experts=experts, device=dev())
+    x = torch.from_numpy(rng.standard_normal((tokens, hidden)).astype(np.float32)).to(dev())
+    weights, ids = routing(rng, tokens, experts, top_k, kind)
+    for kernel in KERNELS:
+        out = moe_layer(x, w13, w2, weights, ids, w13_type=t13, w2_type=t2, kernel=kernel)
+        ref = emulated_reference(x, w13, w2, weights, ids, t13, t2, kernel)
+        assert rel_err(out, ref) < EMULATED_BOUND, kernel
+    auto = lowbit.fused_moe(x, w13, w2, weights, ids, w13_type=t13, w2_type=t2)
+    assert auto.shape == x.shape and auto.dtype == x.dtype
+    # every token with no local expert is exactly zero
+    none_local = ~((ids >= 0) & (ids < experts)).any(1)
+    assert torch.equal(auto[none_local], torch.zeros_like(auto[none_local]))
+
+
+MIXED = [
+    (QuantType.IQ3_XXS, QuantType.IQ2_XS, 512, 256),
+    (QuantType.IQ3_S, QuantType.Q5_0, 768, 160),  # down: K = 160 (a half-full last K tile)
+    (QuantType.Q5_0, QuantType.IQ3_S, 416, 256),  # gate/up: K = 416, down: N = 416 (tails)
+    (QuantType.MXFP8_E4M3, QuantType.MXFP4_SPLIT, 288, 96),
+    (QuantType.MXFP4_SPLIT, QuantType.MXFP8_E4M3, 96, 288),
+    (QuantType.IQ1_M, QuantType.IQ2_S, 256, 256),
+    (QuantType.MXFP4, QuantType.Q8_0, 320, 64),
+]
+
+
+@pytest.mark.parametrize(("t13", "t2", "hidden", "inter"), MIXED, ids=lambda v: getattr(v, "type_name", str(v)))
+@pytest.mark.parametrize("tokens", [3, 200])
+@pytest.mark.parametrize("activation", ["silu", "gelu", "gelu_tanh"])
+def test_fused_moe_mixed_and_split_types(t13, t2, hidden, inter, tokens, activation, rng) -> None:
+    experts, top_k, begin = 10, 3, 5
+    w13, s13 = random_weight(t13, 2 * inter, hidden, rng, experts=experts, device=dev())
+    w2, s2 = random_weight(t2, hidden, inter, rng, experts=experts, device=dev())
+    x = torch.from_numpy(rng.standard_normal((tokens, hidden)).astype(np.float32)).to(dev())
+    weights, ids = routing(rng, tokens, experts, top_k, "invalid")
+    ids = ids + begin
+    kw = {"w13_type": t13, "w2_type": t2, "activation": activation, "w13_scales": s13, "w2_scales": s2}
+    for kernel in KERNELS:
+        out = moe_layer(x, w13, w2, weights, ids, expert_range=(begin, begin + experts), kernel=kernel, **kw)
+        ref = emulated_reference(x, w13, w2, weights, ids, t13, t2, kernel, activation, s13, s2, begin)
+        assert rel_err(out, ref) < EMULATED_BOUND, kernel
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_fused_moe_half_inputs_against_the_cpu_reference(dtype, rng: np.random.Generator) -> None:
+    """bf16 / fp16 in and out against the CPU reference MoE (float64 over the same inputs): the
+    output rounding (2^-9 per element) dominates."""
+    tokens, hidden, inter, experts, top_k = 150, 512, 256, 12, 4
+    w13, _ = random_weight(QuantType.IQ2_XXS, 2 * inter, hidden, rng, experts=experts, device=dev())
+    w2, _ = random_weight(QuantType.IQ4_XS, hidden, inter, rng, experts=experts, device=dev())
+    x = torch.from_numpy(rng.standard_normal((tokens, hidden)).astype(np.float32)).to(dev(), dtype)
+    weights, ids = routing(rng, tokens, experts, top_k, "balanced")
+    kw = {"w13_type": QuantType.IQ2_XXS, "w2_type": QuantType.IQ4_XS}
+    ref = lowbit.fused_moe(x.cpu().float(), w13.cpu(), w2.cpu(), weights.cpu(), ids.cpu(), **kw)
+    for kernel in KERNELS:
+        out = moe_layer(x, w13, w2, weights.to(dtype), ids.int(), kernel=kernel, **kw)
+        assert out.dtype == dtype
+        assert rel_err(out, ref) < 1e-2, kernel
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_graph_replay_equals_eager_and_runs_are_deterministic(kernel, rng: np.random.Generator) -> None:
+    tokens, hidden, inter, experts, top_k = 300, 512, 256, 16, 8
+    t13, t2 = QuantType.IQ3_XXS, QuantType.IQ2_XS
+    w13, _ = random_weight(t13, 2 * inter, hidden, rng, experts=experts, device=dev())
+    w2, _ = random_weight(t2, hidden, inter, rng, experts=experts, device=dev())
+    x = torch.from_numpy(rng.standard_normal((tokens, hidden)).astype(np.float32)).to(dev(), torch.bfloat16)
+    weights, ids = routing(rng, tokens, experts, top_k, "invalid")
+
+    def run() -> torch.Tensor:
+        return moe_layer(x, w13, w2, weights, ids, w13_type=t13, w2_type=t2, kernel=kernel)
+
+    eager = run()
+    assert torch.equal(run(), eager), "two eager runs differ"
+    side = torch.cuda.Stream(device=dev())
+    side.wait_stream(torch.cuda.current_stream(dev()))
+    with torch.cuda.stream(side):
+        run()  # warm up on the capturing stream
+    torch.cuda.current_stream(dev()).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = run()
+    graph.replay()
+    torch.cuda.synchronize(dev())
+    assert torch.equal(captured, eager)
+    # new routing and activations through the same graph: the routing is data, not shape
+    new_weights, new_ids = routing(rng, tokens, experts, top_k, "skewed")
+    x.copy_(torch.randn_like(x))
+    weights.copy_(new_weights)
+    ids.copy_(new_ids)
+    graph.replay()
+    torch.cuda.synchronize(dev())
+    assert torch.equal(captured, run())
+
+
+def test_gpu_routing_equals_cpu_routing(rng: np.random.Generator) -> None:
+    for tokens, experts, top_k, block in [(4096, 256, 8, 64), (1000, 512, 16, 64), (77, 3, 2, 16)]:
+        ids = torch.from_numpy(rng.integers(-2, experts + 2, (tokens, top_k)))
+        ids[: tokens // 2, 0] = 1  # skew: one expert takes half the tokens
+        cpu = moe_align(ids, experts, block)
+        gpu = moe_align(ids.to(dev()).int(), experts, block)
+        for a, b in zip(cpu, gpu, strict=True):
+            assert torch.equal(a, b.cpu())
+
+
+def test_expert_weights_beyond_2_to_the_31_bytes() -> None:
+    """Q8_0 experts of 2.3 GB in total; pairs routed to the last experts read past 2^31 bytes."""
+    experts, n, k = 64, 2048, 16384
+    row_bytes = k // 32 * 34
+    assert experts * n * row_bytes > 2**31
+    w = torch.randint(-128, 128, (experts, n, k // 32, 34), dtype=torch.int8, device=dev()).view(torch.uint8)
+    w[..., 0:2] = torch.tensor([0x00, 0x20], dtype=torch.uint8, device=dev())  # d = fp16 0x2000, 2^-7
+    w = w.reshape(experts, n, row_bytes)
+    x = torch.randn(3, k, device=dev())
+    ids = torch.tensor([[63, 62], [1, 63], [-1, 62]], device=dev())
+    ref = torch.zeros(6, n, dtype=torch.float64, device=dev())
+    for p, e in enumerate(ids.flatten().tolist()):
+        if e >= 0:
+            ref[p] = lowbit.dequantize(w[e], QuantType.Q8_0).double() @ bf16(x[p // 2].double())
+    out = moe_vec(x, w, QuantType.Q8_0, ids, 2)
+    assert rel_err(out, ref) < 1e-4  # float32 sums of 16384 terms
+    routing_ = moe_align(ids, experts)
+    out_b = lowbit.moe.moe_batched(x, w, QuantType.Q8_0, routing_, 2, 6)
+    ref_b = torch.zeros_like(ref)
+    for p, e in enumerate(ids.flatten().tolist()):
+        if e >= 0:
+            ref_b[p] = bf16(lowbit.dequantize(w[e], QuantType.Q8_0).double()) @ bf16(x[p // 2].double())
+    assert rel_err(out_b, ref_b) < 1e-4
