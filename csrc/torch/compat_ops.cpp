@@ -73,6 +73,8 @@ void check_matmul_args(const at::Tensor& W, const at::Tensor& X, const c10::SymI
   TORCH_CHECK_VALUE(W.dim() == 2, "W must be 2-D [row, row_bytes], got shape ", W.sizes());
   const int64_t k = checked_row_k(W, info);
   TORCH_CHECK_VALUE(X.dim() == 2, "X must be 2-D [batch, K], got shape ", X.sym_sizes());
+  TORCH_CHECK_VALUE(X.scalar_type() == at::kFloat || X.scalar_type() == at::kBFloat16 || X.scalar_type() == at::kHalf,
+                    "X must be float32, bfloat16 or float16, got ", X.scalar_type());
   TORCH_CHECK_VALUE(X.sym_size(1) == k, "X must have K = ", k, " columns (from W's rows of ", info.name,
                     " blocks), got shape ", X.sym_sizes());
   TORCH_CHECK_VALUE(row == W.sym_size(0), "row: ", row, " must equal W.shape[0] = ", W.sym_size(0));
@@ -155,8 +157,6 @@ at::Tensor ggml_matmul_meta(const at::Tensor& W, const at::Tensor& X, int64_t ty
                             const char* what) {
   const TypeInfo& info = ggml_weight_type(type, what);
   check_matmul_args(W, X, row, info);
-  TORCH_CHECK_VALUE(X.scalar_type() == at::kFloat || X.scalar_type() == at::kBFloat16 || X.scalar_type() == at::kHalf,
-                    "X must be float32, bfloat16 or float16, got ", X.scalar_type());
   return at::empty_symint({X.sym_size(0), row}, X.options());
 }
 
