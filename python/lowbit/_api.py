@@ -166,10 +166,24 @@ def fused_moe(
 
 
 def capabilities() -> dict[str, Any]:
-    """What this build and machine run: build facts, CUDA devices, and per type its kernels."""
+    """What this build and machine run: build facts, CUDA devices, and per type its kernels.
+
+    Per type, "kernels" lists what is compiled into this build and "usable" what can run here:
+    CUDA kernels only where a CUDA device they were built for is visible and the torch ops have
+    CUDA implementations (a build against a CPU-only torch has none). build["cuda_usable"] says
+    the same for the build as a whole.
+    """
     caps: dict[str, Any] = _C.capabilities()
     caps["build"]["torch_version"] = torch.__version__
     caps["build"]["torch_cuda"] = torch.version.cuda
+    torch_ops_cuda = torch._C._dispatch_has_kernel_for_dispatch_key("lowbit::linear", "CUDA")
+    caps["build"]["torch_ops_cuda"] = torch_ops_cuda
+    if not (torch_ops_cuda and torch.cuda.is_available()):
+        caps["build"]["cuda_usable"] = False
+        for entry in caps["types"].values():
+            for kernel in entry["usable"]:
+                if kernel.startswith("cuda_"):
+                    entry["usable"][kernel] = False
     caps["npu"] = ascend.probe()
     return caps
 
