@@ -8,7 +8,8 @@ Capabilities capabilities() {
   Capabilities caps;
   caps.version = LOWBIT_VERSION;
   detail::fill_cuda_capabilities(caps);
-  for (const CudaDevice& d : caps.cuda_devices) caps.cuda_usable = caps.cuda_usable || (caps.cuda_compiled && d.runs_kernels);
+  for (const CudaDevice& d : caps.cuda_devices)
+    caps.cuda_usable = caps.cuda_usable || (caps.cuda_compiled && d.runs_kernels);
   for (const TypeInfo& info : all_types()) {
     TypeCapability t{&info, {}, {}};
     t.kernels.cpu_reference = info.is_weight;

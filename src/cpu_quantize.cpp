@@ -29,8 +29,8 @@ void require_finite_block(float amax, QuantType t, int64_t row, int64_t block) {
 
 // The block's fp16 scale (and Q8_1's scaled sum) must be finite: |x| up to about 65504 * 127.
 void require_fp16_scale(uint16_t h, float amax, QuantType t, int64_t row, int64_t block) {
-  LOWBIT_CHECK(std::isfinite(fp16_to_float(h)), "w: row ", row, " block ", block, " reaches |x| = ", amax,
-               ", whose ", type_name(t), " float16 scale overflows (|x| must stay below about 8.3e6)");
+  LOWBIT_CHECK(std::isfinite(fp16_to_float(h)), "w: row ", row, " block ", block, " reaches |x| = ", amax, ", whose ",
+               type_name(t), " float16 scale overflows (|x| must stay below about 8.3e6)");
 }
 
 template <class Spec>

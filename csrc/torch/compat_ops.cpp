@@ -98,11 +98,10 @@ at::ScalarType dequantize_dtype(std::optional<at::ScalarType> dtype) {
 }
 
 at::Tensor call_lowbit_dequantize(const at::Tensor& W, int64_t type, at::ScalarType dtype) {
-  static const auto op =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("lowbit::dequantize", "")
-          .typed<at::Tensor(const at::Tensor&, int64_t, int64_t, const std::optional<at::Tensor>&,
-                            std::optional<at::ScalarType>)>();
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("lowbit::dequantize", "")
+                             .typed<at::Tensor(const at::Tensor&, int64_t, int64_t, const std::optional<at::Tensor>&,
+                                               std::optional<at::ScalarType>)>();
   return op.call(W, type, -1, std::nullopt, dtype);
 }
 

@@ -112,7 +112,8 @@ class GGUFFile:
         d, dq = self.experts(down)
         if gq != uq or g.shape != u.shape:
             raise ValueError(
-                f"up: {up!r} ({uq.type_name}, {list(u.shape)}) must match gate {gate!r} ({gq.type_name}, {list(g.shape)})"
+                f"up: {up!r} ({uq.type_name}, {list(u.shape)}) must match gate {gate!r} "
+                f"({gq.type_name}, {list(g.shape)})"
             )
         if d.shape[0] != g.shape[0]:
             raise ValueError(f"down: {down!r} holds {d.shape[0]} experts but gate {gate!r} holds {g.shape[0]}")

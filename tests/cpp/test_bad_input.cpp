@@ -25,7 +25,8 @@ TEST(BadInput, LinearRejectsANegativeK) {
   const std::vector<uint8_t> w = test::random_weight(QuantType::IQ4_NL, 2, 64, rng);
   const WeightView view{w.data(), row_bytes(QuantType::IQ4_NL, 64)};
   std::vector<float> x(64, 1.0f), y(2, 0.0f);
-  const std::string msg = error_message([&] { cpu::linear(x.data(), 1, QuantType::IQ4_NL, view, 2, -1, nullptr, y.data()); });
+  const std::string msg =
+      error_message([&] { cpu::linear(x.data(), 1, QuantType::IQ4_NL, view, 2, -1, nullptr, y.data()); });
   EXPECT_TRUE(contains(msg, "k: K = -1 must be a positive multiple of 32")) << msg;
 }
 
