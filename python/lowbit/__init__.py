@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os as _os
 
+from . import compat, gguf  # lowbit.compat, lowbit.gguf (which imports the gguf package lazily)
 from ._api import capabilities, dequantize, fused_moe, linear, quantize, select_kernel
 from ._types import GGUF_WEIGHT_TYPES, SPLIT_MX_TYPES, WEIGHT_TYPES, QuantType, as_quant_type
 
@@ -20,8 +21,10 @@ __all__ = [
     "as_quant_type",
     "capabilities",
     "cmake_prefix_path",
+    "compat",
     "dequantize",
     "fused_moe",
+    "gguf",
     "linear",
     "quantize",
     "select_kernel",
