@@ -162,7 +162,7 @@ class RotatingWeight:
         i = r % len(self.ws)
         if kernel is None:
             return lowbit.linear(x, self.ws[i], self.q, scales=self.ss[i])
-        return torch.ops.lowbit.linear(x, self.ws[i], int(self.q), scales=self.ss[i], kernel=kernel)
+        return torch.ops.lowbit.linear(x, self.ws[i], int(self.q), scales=self.ss[i], route=kernel)
 
     def dequantize(self, r: int) -> torch.Tensor:
         i = r % len(self.ws)

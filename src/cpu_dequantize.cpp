@@ -49,6 +49,8 @@ void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void*
   LOWBIT_CHECK(w.row_stride >= bytes || rows <= 1, "w: row stride ", w.row_stride, " is shorter than a row (", bytes,
                " bytes)");
   LOWBIT_CHECK(out != nullptr || rows == 0, "out: pointer is null");
+  LOWBIT_CHECK(!weight_type_info(static_cast<int64_t>(t)).split_scales || w.scale_row_stride >= k / 32 || rows <= 1,
+               "scales: row stride ", w.scale_row_stride, " is shorter than a row of scales (K/32 = ", k / 32, ")");
   LOWBIT_CHECK(out_row_stride >= k || rows <= 1, "out: row stride ", out_row_stride, " is shorter than K = ", k);
   const bool split = weight_type_info(static_cast<int64_t>(t)).split_scales;
   LOWBIT_CHECK(!split || w.scales != nullptr || rows == 0, "scales: ", type_name(t),

@@ -4,13 +4,19 @@
 
 #include "lowbit/cpu.h"
 #include "lowbit/error.h"
+#include "lowbit/weights.h"
 
 namespace lowbit::cpu {
 
 void linear(const float* x, int64_t m, QuantType t, const WeightView& w, int64_t n, int64_t k, const float* bias,
             float* y) {
   LOWBIT_CHECK(m >= 0 && n >= 0, "x/w: M = ", m, " and N = ", n, " must be >= 0");
+  const int64_t bytes = row_bytes(t, k, "k");
   LOWBIT_CHECK(m == 0 || (x != nullptr && y != nullptr), "x/y: null pointer");
+  LOWBIT_CHECK(w.row_stride >= bytes || n <= 1, "w: row stride ", w.row_stride, " is shorter than a row (", bytes,
+               " bytes)");
+  LOWBIT_CHECK(!weight_type_info(static_cast<int64_t>(t)).split_scales || w.scale_row_stride >= k / 32 || n <= 1,
+               "scales: row stride ", w.scale_row_stride, " is shorter than a row of scales (K/32 = ", k / 32, ")");
   std::vector<float> row(static_cast<size_t>(k));
   std::vector<double> acc(static_cast<size_t>(m));
   for (int64_t j = 0; j < n; ++j) {

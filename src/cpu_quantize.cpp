@@ -27,6 +27,12 @@ void require_finite_block(float amax, QuantType t, int64_t row, int64_t block) {
                " cannot represent");
 }
 
+// The block's fp16 scale (and Q8_1's scaled sum) must be finite: |x| up to about 65504 * 127.
+void require_fp16_scale(uint16_t h, float amax, QuantType t, int64_t row, int64_t block) {
+  LOWBIT_CHECK(std::isfinite(fp16_to_float(h)), "w: row ", row, " block ", block, " reaches |x| = ", amax, ", whose ",
+               type_name(t), " float16 scale overflows (|x| must stay below about 8.3e6)");
+}
+
 template <class Spec>
 void quantize_split_row(const float* x, int64_t k, ScaleRule rule, uint8_t* elements, uint8_t* scales) {
   for (int64_t b = 0; b < k / kMxBlock; ++b) {
@@ -81,9 +87,11 @@ void quantize_q8_row(const float* x, int64_t k, QuantType t, int64_t row, uint8_
     }
     uint8_t* dst = out + b * kBytes;
     const uint16_t dh = float_to_fp16(d);
+    require_fp16_scale(dh, amax, t, row, b);
     std::memcpy(dst, &dh, 2);
     if constexpr (kWithSum) {
       const uint16_t sh = float_to_fp16(static_cast<float>(sum) * d);
+      require_fp16_scale(sh, amax, t, row, b);
       std::memcpy(dst + 2, &sh, 2);
       std::memcpy(dst + 4, qs, 32);
     } else {

@@ -6,6 +6,7 @@
 #include "lowbit/dispatch.h"
 #include "lowbit/error.h"
 #include "lowbit/formats/all.h"
+#include "lowbit/weights.h"
 
 namespace lowbit {
 namespace {
@@ -108,6 +109,9 @@ int mmvq_max_tokens(QuantType t, const DeviceFacts& device) {
 
 DenseChoice select_dense(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device) {
   weight_type_info(static_cast<int64_t>(t), "qtype");
+  LOWBIT_CHECK(m >= 0, "m: M = ", m, " must be >= 0");
+  LOWBIT_CHECK(n >= 0, "n: N = ", n, " must be >= 0");
+  row_bytes(t, k, "k");  // K a positive whole number of blocks
   std::ostringstream why;
   if (device.compute_major == 0) {
     why << "no GPU: the CPU decodes the weight and multiplies with torch's CPU GEMM";

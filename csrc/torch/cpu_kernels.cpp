@@ -35,7 +35,7 @@ at::Tensor dequantize_cpu(const at::Tensor& w, int64_t qtype, int64_t k, const s
                           std::optional<at::ScalarType> dtype) {
   const DequantizePlan p = plan_dequantize(w, qtype, k, scales, dtype);
   at::Tensor out = at::empty(p.out_shape, w.options().dtype(p.dtype));
-  dequantize_rows(p.w, 0, (p.w.experts > 0 ? p.w.experts : 1) * p.w.rows, out);
+  dequantize_rows(p.w, 0, p.w.total_rows, out);
   return out;
 }
 
@@ -46,10 +46,14 @@ at::Tensor linear_reference(const LinearPlan& p, const at::Tensor& x, const std:
 }
 
 at::Tensor linear_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
-                      const std::optional<at::Tensor>& bias, c10::string_view kernel) {
+                      const std::optional<at::Tensor>& bias, c10::string_view route) {
   const LinearPlan p = plan_linear(x, w, qtype, scales, bias);
-  TORCH_CHECK_VALUE(kernel == "auto" || kernel == "cpu_reference", "kernel: \"", std::string(kernel),
-                    "\" needs a CUDA device; on the CPU use \"auto\" or \"cpu_reference\"");
+  if (route != "auto") {
+    // an unknown name is reported as such before a known CUDA kernel is refused
+    const DenseKernel forced = translate_errors([&] { return parse_dense_kernel(std::string(route), "route"); });
+    TORCH_CHECK_VALUE(forced == DenseKernel::kCpuReference, "route: \"", std::string(route),
+                      "\" needs a CUDA device; on the CPU use \"auto\" or \"cpu_reference\"");
+  }
   return linear_reference(p, x, bias);
 }
 

@@ -11,7 +11,7 @@ DequantizePlan plan_dequantize(const at::Tensor& w, int64_t qtype, int64_t k, co
   DequantizePlan p{weight_arg(w, qtype, k, scales, "w", "scales", /*allow_3d=*/true), dtype.value_or(at::kFloat), {}};
   TORCH_CHECK_VALUE(p.dtype == at::kFloat || p.dtype == at::kBFloat16 || p.dtype == at::kHalf,
                     "dtype must be torch.float32, torch.bfloat16 or torch.float16, got ", p.dtype);
-  if (p.w.experts > 0) p.out_shape.push_back(p.w.experts);
+  if (w.dim() == 3) p.out_shape.push_back(p.w.experts);  // E may be 0
   p.out_shape.push_back(p.w.rows);
   p.out_shape.push_back(p.w.k);
   return p;

@@ -31,6 +31,18 @@ py::dict type_dict(const lowbit::TypeInfo& t) {
   return d;
 }
 
+py::dict kernel_dict(const lowbit::KernelSet& ks) {
+  py::dict k;
+  k["cpu_reference"] = ks.cpu_reference;
+  k["cpu_quantize"] = ks.cpu_quantize;
+  k["cuda_dequant"] = ks.cuda_dequant;
+  k["cuda_mmvq"] = ks.cuda_mmvq;
+  k["cuda_mmq"] = ks.cuda_mmq;
+  k["cuda_moe_vec"] = ks.cuda_moe_vec;
+  k["cuda_moe_batched"] = ks.cuda_moe_batched;
+  return k;
+}
+
 py::dict capabilities_dict() {
   const lowbit::Capabilities caps = lowbit::capabilities();
   py::dict build;
@@ -38,6 +50,7 @@ py::dict capabilities_dict() {
   build["cuda_compiled"] = caps.cuda_compiled;
   build["cuda_archs"] = caps.cuda_archs;
   build["cuda_runtime_version"] = caps.cuda_runtime_version;
+  build["cuda_usable"] = caps.cuda_usable;
   py::list devices;
   for (const auto& d : caps.cuda_devices) {
     py::dict dev;
@@ -51,15 +64,8 @@ py::dict capabilities_dict() {
   py::dict types;
   for (const auto& t : caps.types) {
     py::dict entry = type_dict(*t.info);
-    py::dict k;
-    k["cpu_reference"] = t.kernels.cpu_reference;
-    k["cpu_quantize"] = t.kernels.cpu_quantize;
-    k["cuda_dequant"] = t.kernels.cuda_dequant;
-    k["cuda_mmvq"] = t.kernels.cuda_mmvq;
-    k["cuda_mmq"] = t.kernels.cuda_mmq;
-    k["cuda_moe_vec"] = t.kernels.cuda_moe_vec;
-    k["cuda_moe_batched"] = t.kernels.cuda_moe_batched;
-    entry["kernels"] = k;
+    entry["kernels"] = kernel_dict(t.kernels);
+    entry["usable"] = kernel_dict(t.usable);
     types[t.info->name] = entry;
   }
   py::dict out;

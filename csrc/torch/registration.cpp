@@ -11,9 +11,10 @@ int64_t select_dense_kernel(int64_t qtype, int64_t m, int64_t n, int64_t k, c10:
 
 TORCH_LIBRARY(lowbit, m) {
   m.def("dequantize(Tensor w, int qtype, int k=-1, *, Tensor? scales=None, ScalarType? dtype=None) -> Tensor");
-  // kernel: "auto" (the dispatcher's choice) or a kernel name to force one (benchmarks, tests)
+  // route: "auto" (the dispatcher's choice) or a kernel name to force one (benchmarks, tests).
+  // Not called `kernel`: Inductor's FallbackKernel.create takes a parameter of that name.
   m.def(
-      "linear(Tensor x, Tensor w, int qtype, *, Tensor? scales=None, Tensor? bias=None, str kernel=\"auto\") -> "
+      "linear(Tensor x, Tensor w, int qtype, *, Tensor? scales=None, Tensor? bias=None, str route=\"auto\") -> "
       "Tensor");
   // The MMVQ kernel itself, for direct calls: x [M <= 16, K] -> [M, N].
   m.def("mmvq(Tensor x, Tensor w, int qtype, *, Tensor? scales=None, str math=\"auto\") -> Tensor");
@@ -30,6 +31,7 @@ int64_t select_dense_kernel(int64_t qtype, int64_t m, int64_t n, int64_t k, c10:
   const auto& info = lowbit::torch_ops::translate_errors(
       [&]() -> const lowbit::TypeInfo& { return lowbit::weight_type_info(qtype, "qtype"); });
   const lowbit::DeviceFacts facts = lowbit::torch_ops::device_facts(device);
-  return static_cast<int64_t>(lowbit::select_dense(info.type, m, n, k, facts).kernel);
+  return static_cast<int64_t>(
+      lowbit::torch_ops::translate_errors([&] { return lowbit::select_dense(info.type, m, n, k, facts).kernel; }));
 }
 }  // namespace

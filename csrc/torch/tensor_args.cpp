@@ -64,7 +64,8 @@ void check_same_device(const at::Tensor& a, const char* a_name, const at::Tensor
 WeightArg weight_arg(const at::Tensor& w, int64_t qtype, int64_t k, const std::optional<at::Tensor>& scales,
                      const char* w_name, const char* scales_name, bool allow_3d, const char* type_name) {
   const TypeInfo& info = translate_errors([&]() -> const TypeInfo& { return weight_type_info(qtype, type_name); });
-  WeightArg a{info.type, &info, 0, 0, 0, {}};
+  WeightArg a{info.type, &info, 0, 0, 0, {}, 0};
+  TORCH_CHECK_VALUE(k == -1 || k > 0, "k must be -1 (derive it from ", w_name, "'s rows) or a positive K, got ", k);
   TORCH_CHECK_VALUE(w.dim() == 2 || (allow_3d && w.dim() == 3), w_name, " must be ",
                     allow_3d ? "2-D [N, row_bytes] or 3-D [E, N, row_bytes]" : "2-D [N, row_bytes]", ", got shape ",
                     w.sizes());
@@ -76,11 +77,12 @@ WeightArg weight_arg(const at::Tensor& w, int64_t qtype, int64_t k, const std::o
   TORCH_CHECK_VALUE(w.is_contiguous(), w_name, " must be contiguous (row-major blocks), got strides ", w.strides());
   a.experts = w.dim() == 3 ? w.size(0) : 0;
   a.rows = w.size(-2);
+  a.total_rows = w.dim() == 3 ? a.experts * a.rows : a.rows;
   const int64_t row_bytes = w.size(-1);
   TORCH_CHECK_VALUE(row_bytes > 0 && row_bytes % info.block_bytes == 0, w_name, ": a row of ", row_bytes,
                     " bytes is not a whole number of ", info.name, " blocks (", info.block_bytes, " bytes each)");
   const int64_t derived_k = row_bytes / info.block_bytes * info.block_elems;
-  TORCH_CHECK_VALUE(k < 0 || k == derived_k, "k: ", k, " is inconsistent with ", w_name, "'s rows of ", row_bytes,
+  TORCH_CHECK_VALUE(k == -1 || k == derived_k, "k: ", k, " is inconsistent with ", w_name, "'s rows of ", row_bytes,
                     " bytes, which hold K = ", derived_k, " ", info.name, " weights");
   a.k = derived_k;
   const bool meta = w.is_meta();

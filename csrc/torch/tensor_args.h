@@ -20,14 +20,15 @@ namespace lowbit::torch_ops {
 struct WeightArg {
   QuantType type;
   const TypeInfo* info;
-  int64_t experts;  // 0 for a 2-D weight
-  int64_t rows;     // N
-  int64_t k;        // K
-  WeightView view;  // data pointers are null for Meta tensors
+  int64_t experts;     // 0 for a 2-D weight
+  int64_t rows;        // N
+  int64_t k;           // K
+  WeightView view;     // data pointers are null for Meta tensors
+  int64_t total_rows;  // rows of every expert (E * N; N for a 2-D weight; 0 for E = 0)
 };
 
 // Validates w (uint8 [N, row_bytes] or [E, N, row_bytes]; split MX: elements + scales) for qtype.
-// `k` (-1: derive) is checked against row_bytes. Errors name `w_name`, `scales_name`, `type_name`.
+// `k` (-1: derive; otherwise > 0) is checked against row_bytes. Errors name `w_name`, `scales_name`, `type_name`.
 WeightArg weight_arg(const at::Tensor& w, int64_t qtype, int64_t k, const std::optional<at::Tensor>& scales,
                      const char* w_name, const char* scales_name, bool allow_3d, const char* type_name = "qtype");
 

@@ -22,7 +22,8 @@ struct KernelSet {
 
 struct TypeCapability {
   const TypeInfo* info;
-  KernelSet kernels;
+  KernelSet kernels;  // compiled into this build
+  KernelSet usable;   // compiled in and runnable here: CUDA kernels only with a device they were built for
 };
 
 struct CudaDevice {
@@ -39,6 +40,7 @@ struct Capabilities {
   std::string cuda_archs;        // as compiled, e.g. "80,89,90a"
   int cuda_runtime_version = 0;  // e.g. 13000; 0 without CUDA
   std::vector<CudaDevice> cuda_devices;
+  bool cuda_usable = false;  // CUDA compiled in and at least one device runs its kernels
   std::vector<TypeCapability> types;
 };
 

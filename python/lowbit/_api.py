@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from . import _C, _fake, _fake_moe, ascend  # noqa: F401  (_C and the fakes register torch.ops.lowbit)
-from ._types import QTypeLike, as_quant_type
+from ._types import SPLIT_MX_TYPES, QTypeLike, as_quant_type
 
 _SCALE_RULES = {"ocp": 0, "round_up": 1}
 
@@ -35,7 +35,9 @@ def dequantize(
         [N, K] (or [E, N, K]) in `dtype`; float32 is bit-exact with ggml's reference.
     """
     q = as_quant_type(qtype)
-    return torch.ops.lowbit.dequantize(w, int(q), -1 if k is None else int(k), scales=scales, dtype=dtype)
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+        raise ValueError(f"k must be a positive int (K of w's rows) or None, got {k!r}")
+    return torch.ops.lowbit.dequantize(w, int(q), -1 if k is None else k, scales=scales, dtype=dtype)
 
 
 def linear(
@@ -45,6 +47,8 @@ def linear(
     *,
     scales: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
+    route: str = "auto",
+    kernel: str | None = None,
 ) -> torch.Tensor:
     """y = x @ W^T (+ bias) computed from the quantized weight.
 
@@ -53,14 +57,23 @@ def linear(
         w: quantized weight [N, row_bytes] (see `dequantize`).
         scales: split MX scales [N, K/32].
         bias: optional [N].
+        route: "auto" (the dispatcher's choice) or a kernel to force: "mmvq", "dequant_matmul"
+            (CUDA) or "cpu_reference" (CPU).
+        kernel: the former name of `route`, still accepted.
 
     Returns:
         [..., N] in x's dtype.
     """
     q = as_quant_type(qtype)
+    if kernel is not None:
+        if route != "auto" and route != kernel:
+            raise ValueError(f"kernel: {kernel!r} contradicts route={route!r}; pass only route")
+        route = kernel
     if ascend.is_npu_tensor(x):
+        if route != "auto":
+            raise ValueError(f"route: {route!r} cannot be forced on an Ascend NPU tensor; use 'auto'")
         return ascend.linear(x, w, q, scales=scales, bias=bias)
-    return torch.ops.lowbit.linear(x, w, int(q), scales=scales, bias=bias)
+    return torch.ops.lowbit.linear(x, w, int(q), scales=scales, bias=bias, route=route)
 
 
 def quantize(
@@ -83,7 +96,7 @@ def quantize(
     if scale_rule not in _SCALE_RULES:
         raise ValueError(f"scale_rule must be one of {sorted(_SCALE_RULES)}, got {scale_rule!r}")
     data, scales = torch.ops.lowbit.quantize(w_float, int(q), scale_rule=_SCALE_RULES[scale_rule])
-    return data, (scales if scales.numel() > 0 else None)
+    return data, (scales if q in SPLIT_MX_TYPES else None)
 
 
 def fused_moe(
@@ -162,10 +175,24 @@ def fused_moe(
 
 
 def capabilities() -> dict[str, Any]:
-    """What this build and machine run: build facts, CUDA devices, and per type its kernels."""
+    """What this build and machine run: build facts, CUDA devices, and per type its kernels.
+
+    Per type, "kernels" lists what is compiled into this build and "usable" what can run here:
+    CUDA kernels only where a CUDA device they were built for is visible and the torch ops have
+    CUDA implementations (a build against a CPU-only torch has none). build["cuda_usable"] says
+    the same for the build as a whole.
+    """
     caps: dict[str, Any] = _C.capabilities()
     caps["build"]["torch_version"] = torch.__version__
     caps["build"]["torch_cuda"] = torch.version.cuda
+    torch_ops_cuda = torch._C._dispatch_has_kernel_for_dispatch_key("lowbit::linear", "CUDA")
+    caps["build"]["torch_ops_cuda"] = torch_ops_cuda
+    if not (torch_ops_cuda and torch.cuda.is_available()):
+        caps["build"]["cuda_usable"] = False
+        for entry in caps["types"].values():
+            for kernel in entry["usable"]:
+                if kernel.startswith("cuda_"):
+                    entry["usable"][kernel] = False
     caps["npu"] = ascend.probe()
     return caps
 
@@ -178,6 +205,9 @@ def select_kernel(qtype: QTypeLike, m: int, n: int, k: int, device: torch.device
     the MMVQ kernel of its (first) pass of up to 16 tokens with the default arithmetic (math="auto").
     """
     q = as_quant_type(qtype)
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name} must be an int, got {value!r}")
     dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     index = -1 if dev.type != "cuda" else (dev.index if dev.index is not None else torch.cuda.current_device())
     kernel, reason = _C.select_dense(int(q), int(m), int(n), int(k), index)

@@ -67,7 +67,7 @@ def _linear_fake(
     *,
     scales: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
-    kernel: str = "auto",
+    route: str = "auto",
 ) -> torch.Tensor:
     _same_device(w=w, x=x, scales=scales, bias=bias)
     torch._check(w.dim() == 2, lambda: f"w must be 2-D [N, row_bytes], got {w.dim()}-D")

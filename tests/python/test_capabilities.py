@@ -35,3 +35,24 @@ def test_capabilities_report_every_type_and_build_facts() -> None:
         assert not (k["cuda_mmq"] or k["cuda_moe_vec"] or k["cuda_moe_batched"]), name
     assert len(caps["cuda_devices"]) == (torch.cuda.device_count() if compiled else 0)
     assert caps["npu"]["verified_on_hardware"] is False
+
+
+def test_usable_kernels_need_a_device_the_build_runs_on() -> None:
+    caps = lowbit.capabilities()
+    build = caps["build"]
+    runs_here = any(d["runs_kernels"] for d in caps["cuda_devices"])
+    expected = build["cuda_compiled"] and runs_here and build["torch_ops_cuda"] and torch.cuda.is_available()
+    assert build["cuda_usable"] is expected
+    assert build["torch_ops_cuda"] == (build["cuda_compiled"] and torch.version.cuda is not None)
+    for name, t in caps["types"].items():
+        compiled, usable = t["kernels"], t["usable"]
+        assert set(usable) == set(compiled), name
+        for kernel, ok in usable.items():
+            # usable implies compiled; the CPU kernels are usable wherever they are compiled
+            assert not ok or compiled[kernel], (name, kernel)
+            if kernel.startswith("cpu_"):
+                assert ok == compiled[kernel], (name, kernel)
+            else:
+                assert ok == (compiled[kernel] and expected), (name, kernel)
+    if not torch.cuda.is_available():
+        assert not any(v for t in caps["types"].values() for k, v in t["usable"].items() if k.startswith("cuda_"))

@@ -225,11 +225,11 @@ def test_forced_kernels_agree(rng: np.random.Generator) -> None:
     w, _ = random_weight(QuantType.IQ3_S, 64, 2048, rng)
     wd = w.to(dev)
     x = torch.from_numpy(rng.standard_normal((8, 2048)).astype(np.float32)).to(dev, torch.bfloat16)
-    a = torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), kernel="mmvq")
-    b = torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), kernel="dequant_matmul")
+    a = torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), route="mmvq")
+    b = torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), route="dequant_matmul")
     assert rel_err(a, b.double()) < MMVQ_INT8_BOUND  # M = 8: int8 arithmetic
-    with pytest.raises(ValueError, match=r"kernel: unknown kernel \"fast\""):
-        torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), kernel="fast")
+    with pytest.raises(ValueError, match=r"route: unknown kernel \"fast\""):
+        torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), route="fast")
     with pytest.raises(ValueError, match=r"x must be \[M, K\] with 1 <= M <= 16 for mmvq"):
         torch.ops.lowbit.mmvq(torch.zeros(17, 2048, device=dev), wd, int(QuantType.IQ3_S))
 

@@ -150,3 +150,86 @@ def test_mmvq_arithmetic_is_checked(iq4: torch.Tensor, rng: np.random.Generator)
     # on the CPU every arithmetic gives the exact reference
     ref = torch.ops.lowbit.mmvq(x, iq4, int(QuantType.IQ4_XS))
     assert torch.equal(torch.ops.lowbit.mmvq(x, iq4, int(QuantType.IQ4_XS), math="int8"), ref)
+
+
+# --- the cases of the 2026-12 review of bad inputs ------------------------------------------------
+
+
+def test_dequantize_k_must_be_a_positive_int(iq4: torch.Tensor) -> None:
+    for bad in (-5, 0, 64.7, True):
+        with pytest.raises(ValueError, match=r"k must be a positive int"):
+            lowbit.dequantize(iq4, "iq4_xs", k=bad)
+    with pytest.raises(ValueError, match=r"k must be -1 \(derive it from w's rows\) or a positive K, got -5"):
+        torch.ops.lowbit.dequantize(iq4, int(QuantType.IQ4_XS), -5)
+    assert lowbit.dequantize(iq4, "iq4_xs", k=512).shape == (8, 512)
+
+
+def test_q8_quantize_rejects_values_whose_fp16_scale_overflows(rng: np.random.Generator) -> None:
+    x = torch.from_numpy(rng.standard_normal((3, 64)).astype(np.float32))
+    x[1, 40] = 8.4e6  # finite, but 8.4e6 / 127 > 65504
+    for q in ("q8_0", "q8_1"):
+        with pytest.raises(ValueError, match=rf"w: row 1 block 1 reaches \|x\| = .* {q} float16 scale overflows"):
+            lowbit.quantize(x, q)
+    x[1, 40] = 8.0e6  # still fits: the scale is finite and the decode is close
+    data, _ = lowbit.quantize(x, "q8_0")
+    back = lowbit.dequantize(data, "q8_0")
+    assert torch.isfinite(back).all() and abs(float(back[1, 40]) - 8.0e6) < 8.0e6 / 127
+
+
+def test_select_kernel_checks_the_shape() -> None:
+    with pytest.raises(ValueError, match=r"n: N = -1 must be >= 0"):
+        lowbit.select_kernel("iq4_nl", 0, -1, 33)
+    with pytest.raises(ValueError, match=r"k: K = 33 must be a positive multiple of 32"):
+        lowbit.select_kernel("iq4_nl", 1, 64, 33)
+    with pytest.raises(ValueError, match=r"m: M = -2 must be >= 0"):
+        lowbit.select_kernel("iq4_nl", -2, 64, 64)
+    with pytest.raises(ValueError, match=r"k must be an int"):
+        lowbit.select_kernel("iq4_nl", 1, 64, 64.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"k: K = 33 must be a positive multiple of 32"):
+        torch.ops.lowbit.select_dense_kernel(int(QuantType.IQ4_NL), 1, 64, 33, torch.device("cpu"))
+    assert lowbit.select_kernel("iq4_nl", 0, 64, 64, "cpu")["kernel"] == "cpu_reference"
+
+
+def test_unknown_route_on_the_cpu_is_called_unknown(iq4: torch.Tensor) -> None:
+    x = torch.randn(2, 512)
+    with pytest.raises(ValueError, match=r"route: unknown kernel \"bogus\""):
+        torch.ops.lowbit.linear(x, iq4, int(QuantType.IQ4_XS), route="bogus")
+    with pytest.raises(ValueError, match=r"route: \"mmvq\" needs a CUDA device"):
+        torch.ops.lowbit.linear(x, iq4, int(QuantType.IQ4_XS), route="mmvq")
+    # the Python wrapper takes the former keyword too
+    forced = lowbit.linear(x, iq4, "iq4_xs", kernel="cpu_reference")
+    assert torch.equal(forced, lowbit.linear(x, iq4, "iq4_xs", route="cpu_reference"))
+    with pytest.raises(ValueError, match=r"kernel: 'mmvq' contradicts route='cpu_reference'"):
+        lowbit.linear(x, iq4, "iq4_xs", route="cpu_reference", kernel="mmvq")
+
+
+def test_empty_weights_decode_to_empty_outputs() -> None:
+    for shape in ((0, 5, 136), (2, 0, 136), (0, 136)):
+        w = torch.empty(shape, dtype=torch.uint8)
+        out = lowbit.dequantize(w, "iq4_xs")
+        assert out.shape == (*shape[:-1], 256)
+
+
+def test_empty_input_quantizes_to_empty_tensors_with_scales() -> None:
+    data, scales = lowbit.quantize(torch.empty(0, 64), "mxfp8_e4m3")
+    assert data.shape == (0, 64) and scales is not None and scales.shape == (0, 2)
+    data, scales = lowbit.quantize(torch.empty(0, 64), "q8_0")
+    assert data.shape == (0, 68) and scales is None
+
+
+def test_split_mxfp4_code_8_is_negative_zero() -> None:
+    # element codes 0b1000 (-0) and 0b0000 (+0) in one byte, then 0b1001 (-0.5) and 0b0001 (+0.5)
+    elements = torch.zeros(1, 16, dtype=torch.uint8)
+    elements[0, 0] = 0x08
+    elements[0, 1] = 0x19
+    scales = torch.full((1, 1), 127, dtype=torch.uint8)  # 2^0
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        out = lowbit.dequantize(elements, "mxfp4_split", scales=scales, dtype=dtype)[0, :4].float()
+        assert out.tolist() == [-0.0, 0.0, -0.5, 0.5]
+        assert torch.signbit(out).tolist() == [True, False, True, False]
+    # GGUF MXFP4 keeps ggml's reading: code 8 is the int8 -0, i.e. +0.0
+    block = torch.zeros(1, 17, dtype=torch.uint8)
+    block[0, 0] = 128
+    block[0, 1] = 0x08
+    gguf_out = lowbit.dequantize(block, "mxfp4")[0, 0]
+    assert float(gguf_out) == 0.0 and not bool(torch.signbit(gguf_out))

@@ -52,7 +52,8 @@ at::Tensor dequantize_cuda(const at::Tensor& w, int64_t qtype, int64_t k, const 
   const c10::cuda::CUDAGuard guard(w.device());
   const AlignedWeight a = aligned_weight(p.w, w, scales);
   at::Tensor out = at::empty(p.out_shape, w.options().dtype(p.dtype));
-  const int64_t rows = (p.w.experts > 0 ? p.w.experts : 1) * p.w.rows;
+  const int64_t rows = p.w.total_rows;
+  if (rows == 0) return out;  // nothing to decode (E = 0 or N = 0): no launch
   translate_errors([&] {
     cuda::dequantize(p.w.type, a.arg.view, rows, p.w.k, out.data_ptr(), float_type(p.dtype), p.w.k,
                      c10::cuda::getCurrentCUDAStream());
@@ -106,18 +107,18 @@ at::Tensor run_mmq(const LinearPlan& p, const AlignedWeight& a, const at::Tensor
 }
 
 at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
-                       const std::optional<at::Tensor>& bias, c10::string_view kernel) {
+                       const std::optional<at::Tensor>& bias, c10::string_view route) {
   const LinearPlan p = plan_linear(x, w, qtype, scales, bias);
   const c10::cuda::CUDAGuard guard(w.device());
   const AlignedWeight a = aligned_weight(p.w, w, scales);
   DenseKernel choice;
-  if (kernel == "auto") {
+  if (route == "auto") {
     choice = select_dense(p.w.type, p.m, p.w.rows, p.w.k, device_facts(w.device())).kernel;
   } else {
-    choice = translate_errors([&] { return parse_dense_kernel(std::string(kernel), "kernel"); });
+    choice = translate_errors([&] { return parse_dense_kernel(std::string(route), "route"); });
     TORCH_CHECK_VALUE(choice == DenseKernel::kMmvq || choice == DenseKernel::kMmq ||
                           choice == DenseKernel::kDequantMatmul,
-                      "kernel: \"", std::string(kernel), "\" is not built for CUDA (use auto, mmvq, mmq or dequant_matmul)");
+                      "route: \"", std::string(route), "\" is not built for CUDA (use auto, mmvq, mmq or dequant_matmul)");
   }
   const at::Tensor x2 = x.reshape({p.m, p.w.k});
   at::Tensor y;

@@ -280,8 +280,9 @@ LOWBIT_HD uint32_t phase_head_u16(const uint8_t* block4, bool odd) {
 
 // Eight weights as exact small magnitudes with signs and one float scale:
 //   weight[i] = scale * (negative(i) ? -mag(i) : mag(i))
-// mag bytes are <= 128; sign bytes are 0x80 (negative) or 0, and 0 wherever mag is 0 (so a zero
-// weight is +0 * scale, as in ggml). Byte i of word i/4 is weight i.
+// mag bytes are <= 128; sign bytes are 0x80 (negative) or 0. A zero weight has no sign (+0 *
+// scale, as in ggml), except split MXFP4's code 0b1000, which is OCP MX's -0.0.
+// Byte i of word i/4 is weight i.
 // Every integer-coded format (all GGUF types, split MXFP4) decodes to this form. Keeping the
 // scale apart from exact magnitudes lets one rendering serve all of them, and matches ggml's
 // rounding: ggml computes scale * value with one rounding, as does render_f32 below.

@@ -35,10 +35,14 @@ namespace detail {
 inline constexpr uint32_t kE2m1Mag2Lo = codebook::table_word(codebook::kKvaluesMxfp4, 0);
 inline constexpr uint32_t kE2m1Mag2Hi = codebook::table_word(codebook::kKvaluesMxfp4, 1);
 
-// Four E2M1 codes (one per byte) -> doubled magnitudes and signs (no sign on zero).
+// Four E2M1 codes (one per byte) -> doubled magnitudes and signs. GGUF MXFP4 gives code 0b1000 no
+// sign (ggml reads it as the int8 -0 = 0, so +0.0); the split layout follows OCP MX, where 0b1000
+// is -0.0, and keeps the sign (kSignedZero).
+template <bool kSignedZero>
 LOWBIT_HD void e2m1_word(uint32_t codes, uint32_t& mag, uint32_t& neg) {
   mag = byte_perm(kE2m1Mag2Lo, kE2m1Mag2Hi, nibble_selector(codes));
-  neg = (codes << 4) & nonzero_bytes(codes & 0x07070707u) & 0x80808080u;
+  neg = (codes << 4) & 0x80808080u;
+  if constexpr (!kSignedZero) neg &= nonzero_bytes(codes & 0x07070707u);
 }
 
 // Doubled E2M1 values as signed bytes (ggml's kvalues_mxfp4; Codebooks::e2m1_i8).
@@ -57,8 +61,8 @@ struct FormatTraits<QuantType::MXFP4> : BlockFormat<QuantType::MXFP4, BlockMxfp4
     const uint8_t* p = b.bytes + offsetof(Block, qs) + 8 * (g & 1);
     const int shift = 4 * (g >> 1);
     MagnitudeGroup r;
-    detail::e2m1_word((load_u32<1>(p) >> shift) & 0x0F0F0F0Fu, r.mag[0], r.neg[0]);
-    detail::e2m1_word((load_u32<1>(p + 4) >> shift) & 0x0F0F0F0Fu, r.mag[1], r.neg[1]);
+    detail::e2m1_word<false>((load_u32<1>(p) >> shift) & 0x0F0F0F0Fu, r.mag[0], r.neg[0]);
+    detail::e2m1_word<false>((load_u32<1>(p + 4) >> shift) & 0x0F0F0F0Fu, r.mag[1], r.neg[1]);
     r.scale = e8m0_to_float_half_ggml(b.bytes[offsetof(Block, e)]);
     return r;
   }
@@ -96,8 +100,8 @@ struct FormatTraits<QuantType::MXFP4_SPLIT> : BlockFormat<QuantType::MXFP4_SPLIT
     const uint32_t w = load_u32<4>(b.bytes + 4 * g);
     const uint32_t even = w & 0x0F0F0F0Fu, odd = (w >> 4) & 0x0F0F0F0Fu;
     MagnitudeGroup r;
-    detail::e2m1_word(byte_perm(even, odd, 0x5140u), r.mag[0], r.neg[0]);  // elements 0..3
-    detail::e2m1_word(byte_perm(even, odd, 0x7362u), r.mag[1], r.neg[1]);  // elements 4..7
+    detail::e2m1_word<true>(byte_perm(even, odd, 0x5140u), r.mag[0], r.neg[0]);  // elements 0..3
+    detail::e2m1_word<true>(byte_perm(even, odd, 0x7362u), r.mag[1], r.neg[1]);  // elements 4..7
     r.scale = e8m0_to_float(b.split_scale) * 0.5f;  // magnitudes are doubled; exact, also for NaN
     return r;
   }

@@ -18,8 +18,6 @@ from ascend_helpers import ACT_FP8_BOUND, E4M3_REL, random_topk, rel_err
 from lowbit import QuantType
 from lowbit.ascend.probe import REQUIRED_OPS
 
-REPO = Path(__file__).resolve().parents[3]
-
 
 def test_probe_without_torch_npu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch_npu", None)  # import torch_npu -> ImportError
@@ -67,8 +65,10 @@ def test_torch_npu_is_imported_lazily(tmp_path: Path) -> None:
         print("ok")
         """
     )
-    # The trap comes first on the path, ahead of any real torch_npu.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "python")])}
+    # The trap comes first on the path, ahead of any real torch_npu; then the lowbit this test runs
+    # (the checkout's python/ with its in-place build, or a pip-installed package).
+    lowbit_parent = Path(lowbit.__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(lowbit_parent)])}
     done = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,
