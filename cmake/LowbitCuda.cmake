@@ -25,18 +25,39 @@ else()
   message(STATUS "lowbit: CUDA kernels OFF")
 endif()
 
+# The kernel sources of csrc/cuda, by role in its folders (common/, dequant/, mmvq/, mmq/, moe/,
+# instances/, api/). A source named *_sm90a.cu holds Hopper-only code (wgmma, setmaxnreg, TMA): it
+# compiles for sm_90a alone, into an object library of its own, and only where 90a is in
+# LOWBIT_CUDA_ARCHS (LOWBIT_WITH_SM90A is then defined), instead of __CUDA_ARCH__ guards throughout.
+# Every other source compiles for every architecture listed (Blackwell: 100a, 120 run the generic
+# paths).
 function(lowbit_add_cuda_sources target)
   if(NOT LOWBIT_HAS_CUDA)
     return()
   endif()
-  file(GLOB cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/csrc/cuda/*.cu)
+  file(GLOB_RECURSE cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/csrc/cuda/*.cu)
+  set(hopper_sources ${cuda_sources})
+  list(FILTER hopper_sources INCLUDE REGEX "_sm90a\\.cu$")
+  list(FILTER cuda_sources EXCLUDE REGEX "_sm90a\\.cu$")
   if(NOT cuda_sources)
     return()
   endif()
+  set(cuda_options --expt-relaxed-constexpr -lineinfo -Xptxas=-warn-spills)
   target_sources(${target} PRIVATE ${cuda_sources})
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/csrc)
-  target_compile_options(${target} PRIVATE
-    $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo -Xptxas=-warn-spills>)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${cuda_options}>)
+  if(hopper_sources AND "90a" IN_LIST LOWBIT_CUDA_ARCHS)
+    add_library(${target}_sm90a OBJECT ${hopper_sources})
+    set_target_properties(${target}_sm90a PROPERTIES CUDA_ARCHITECTURES 90a POSITION_INDEPENDENT_CODE ON)
+    target_include_directories(${target}_sm90a PRIVATE ${PROJECT_SOURCE_DIR}/csrc ${PROJECT_SOURCE_DIR}/include)
+    target_compile_options(${target}_sm90a PRIVATE ${cuda_options})
+    target_compile_definitions(${target}_sm90a PRIVATE LOWBIT_WITH_CUDA=1 LOWBIT_WITH_SM90A=1)
+    target_sources(${target} PRIVATE $<TARGET_OBJECTS:${target}_sm90a>)
+    target_compile_definitions(${target} PUBLIC LOWBIT_WITH_SM90A=1)
+    message(STATUS "lowbit: Hopper-only sources for sm_90a: ${hopper_sources}")
+  elseif(hopper_sources)
+    message(STATUS "lowbit: 90a is not in LOWBIT_CUDA_ARCHS: Hopper-only sources skipped")
+  endif()
   target_compile_definitions(${target} PUBLIC LOWBIT_WITH_CUDA=1)
   target_link_libraries(${target} PUBLIC CUDA::cudart)
   set_target_properties(${target} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF CUDA_RESOLVE_DEVICE_SYMBOLS ON)

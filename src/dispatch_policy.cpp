@@ -1,34 +1,16 @@
-// Dense kernel selection. Thresholds are data measured on real GPUs (benchmarks/results/); a GPU
-// never measured gets the conservative default.
-#include <sstream>
+// Names of the dense kernels and MMVQ arithmetics, and the dense policy's queries (thin wrappers
+// over the planner, src/plan.cpp). Thresholds are data measured on real GPUs with their provenance
+// (csrc/cuda/tuning/); a GPU never measured gets the conservative default.
+#include <utility>
 
+#include "cuda/tuning/tuning.h"
 #include "lowbit/cuda_limits.h"
 #include "lowbit/dispatch.h"
+#include "lowbit/plan.h"
 #include "lowbit/error.h"
 #include "lowbit/formats/all.h"
 
 namespace lowbit {
-namespace {
-
-// MMVQ (in passes of kMmvqMaxTokens tokens) is faster than dequantize + bf16 GEMM up to this many
-// tokens.
-struct MmvqLimit {
-  int compute_major;  // 0: any architecture
-  QuantType type;     // QuantType{0}: any type
-  int max_tokens;
-};
-
-// Measured: benchmarks/results/h200/dense-20261129-02d83ef.csv and benchmarks/NOTES.md
-// ("dispatcher thresholds").
-constexpr MmvqLimit kMmvqLimits[] = {
-    // H200: one pass beats dequant + cuBLAS by 2.1-2.8x at M = 16, two passes by 1.06-1.53x at
-    // M = 24 and 32, for every type; three passes (~1.5x the two-pass time) would lose.
-    {9, QuantType{0}, 32},
-    {0, QuantType{0}, 8},  // not measured: stay where one pass is surely ahead
-};
-
-}  // namespace
-
 const char* dense_kernel_name(DenseKernel k) {
   switch (k) {
     case DenseKernel::kMmvq:
@@ -79,32 +61,12 @@ MmvqMath resolve_mmvq_math(QuantType t, int64_t m, MmvqMath requested) {
 }
 
 int mmvq_max_tokens(QuantType t, const DeviceFacts& device) {
-  for (const MmvqLimit& l : kMmvqLimits) {
-    const bool arch = l.compute_major == 0 || l.compute_major == device.compute_major;
-    const bool type = l.type == QuantType{0} || l.type == t;
-    if (arch && type) return l.max_tokens;
-  }
-  return 1;
+  return tuning::mmvq_max_tokens(t, device.compute_major);
 }
 
 DenseChoice select_dense(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device) {
-  weight_type_info(static_cast<int64_t>(t), "qtype");
-  std::ostringstream why;
-  if (device.compute_major == 0) {
-    why << "no GPU: the CPU decodes the weight and multiplies with torch's CPU GEMM";
-    return {DenseKernel::kCpuReference, why.str()};
-  }
-  const int limit = mmvq_max_tokens(t, device);
-  if (m <= limit) {
-    const int64_t passes = (m + kMmvqMaxTokens - 1) / kMmvqMaxTokens;
-    why << "M = " << m << " <= " << limit << " (measured MMVQ limit for " << type_name(t) << " on sm_"
-        << device.compute_major << device.compute_minor << "): " << passes << " pass" << (passes > 1 ? "es" : "")
-        << " over the " << n << "x" << k << " quantized weight, "
-        << (mmvq_int8_supported(t, m) ? "int8 weights and activations" : "bf16 arithmetic");
-    return {DenseKernel::kMmvq, why.str()};
-  }
-  why << "M = " << m << " > " << limit << ": decode to bf16 at memory speed, then cuBLAS bf16 GEMM (no MMQ yet)";
-  return {DenseKernel::kDequantMatmul, why.str()};
+  Plan plan = plan_linear(t, m, n, k, device);
+  return {plan.kernel, std::move(plan.reason)};
 }
 
 }  // namespace lowbit
