@@ -4,7 +4,7 @@ Compiles one CUDA source of this tree (and optionally the same source of another
 and prints, for each kernel whose mangled name matches --kernel, its instruction count and the
 length of every backward branch (a loop body, innermost first as they appear). On this project's
 kernels the loop lengths predicted the lane kernel's speed where the change removed address
-arithmetic (benchmarks/NOTES.md, ninth session), not always elsewhere: time what looks better.
+arithmetic (benchmarks/NOTES.md, 7b0fc23..2bfc9cc), not always elsewhere: time what looks better.
 
     python tools/sass_loops.py csrc/cuda/kernels_iq4.cu --kernel 'mmvq_lane_kernel.*bfloat16' \\
         --base ab-base
