@@ -6,9 +6,9 @@
 #include "cuda/tuning/tuning.h"
 #include "lowbit/cuda_limits.h"
 #include "lowbit/dispatch.h"
-#include "lowbit/plan.h"
 #include "lowbit/error.h"
 #include "lowbit/formats/all.h"
+#include "lowbit/plan.h"
 
 namespace lowbit {
 const char* dense_kernel_name(DenseKernel k) {

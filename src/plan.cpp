@@ -51,9 +51,9 @@ DenseKernel choose(QuantType t, int64_t m, const DeviceFacts& device, std::ostri
 }
 
 void check_forced(DenseKernel kernel, const DeviceFacts& device) {
-  LOWBIT_CHECK(kernel == DenseKernel::kMmvq || kernel == DenseKernel::kDequantMatmul ||
-                   kernel == DenseKernel::kCpuReference,
-               "kernel: ", dense_kernel_name(kernel), " is not built yet (auto, mmvq, dequant_matmul, cpu_reference)");
+  LOWBIT_CHECK(
+      kernel == DenseKernel::kMmvq || kernel == DenseKernel::kDequantMatmul || kernel == DenseKernel::kCpuReference,
+      "kernel: ", dense_kernel_name(kernel), " is not built yet (auto, mmvq, dequant_matmul, cpu_reference)");
   const bool gpu = device.compute_major > 0;
   LOWBIT_CHECK(gpu || kernel == DenseKernel::kCpuReference, "kernel: ", dense_kernel_name(kernel),
                " needs a CUDA device; the CPU runs cpu_reference");
@@ -88,11 +88,12 @@ Plan plan_linear(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts
     const int64_t last = m - (p.passes - 1) * kMmvqMaxTokens;
     p.mmvq = plan_mmvq_pass(t, full, n, k, device, math);
     p.mmvq_last = last == full ? p.mmvq : plan_mmvq_pass(t, last, n, k, device, math);
-    p.workspace_bytes = p.mmvq.workspace_bytes > p.mmvq_last.workspace_bytes ? p.mmvq.workspace_bytes
-                                                                              : p.mmvq_last.workspace_bytes;
+    p.workspace_bytes =
+        p.mmvq.workspace_bytes > p.mmvq_last.workspace_bytes ? p.mmvq.workspace_bytes : p.mmvq_last.workspace_bytes;
     why << ": " << p.passes << " pass" << (p.passes > 1 ? "es" : "") << " over the " << n << "x" << k
-        << " quantized weight, " << (p.mmvq.math == MmvqMath::kInt8 ? "int8 weights and activations" : "bf16 arithmetic")
-        << " (" << mmvq_kernel_name(p.mmvq.kernel) << ")";
+        << " quantized weight, "
+        << (p.mmvq.math == MmvqMath::kInt8 ? "int8 weights and activations" : "bf16 arithmetic") << " ("
+        << mmvq_kernel_name(p.mmvq.kernel) << ")";
   } else if (p.kernel == DenseKernel::kDequantMatmul) {
     p.workspace_bytes = static_cast<size_t>(n) * static_cast<size_t>(k) * 2;  // the bf16 weight
   }

@@ -46,8 +46,8 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
 size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math = MmvqMath::kAuto);
 
 // The MMVQ kernels (lowbit/plan.h), by their former names here.
-using ::lowbit::MmvqKernel;
 using ::lowbit::mmvq_kernel_name;
+using ::lowbit::MmvqKernel;
 
 // The facts the planner needs of CUDA device `device` (-1: the current device).
 DeviceFacts device_facts(int device = -1);

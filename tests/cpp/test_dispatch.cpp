@@ -102,8 +102,8 @@ TEST(Plan, LaunchShapeAndWorkspace) {
   const MmvqConfig five = plan_mmvq_pass(QuantType::IQ2_S, 5, 4096, 14336, kH200);
   EXPECT_EQ(five.kernel, MmvqKernel::kInt8TensorCores);
   EXPECT_EQ(five.kernel_tokens, 8);
-  EXPECT_EQ(five.blocks, 256u);   // 16-row tiles
-  EXPECT_EQ(five.threads, 384);   // 12 warps of <= 5 units: 14 would not fit two blocks per SM
+  EXPECT_EQ(five.blocks, 256u);  // 16-row tiles
+  EXPECT_EQ(five.threads, 384);  // 12 warps of <= 5 units: 14 would not fit two blocks per SM
   const MmvqConfig bf16 = plan_mmvq_pass(QuantType::MXFP8_E4M3, 12, 4096, 14336, kH200);
   EXPECT_EQ(bf16.kernel_tokens, 16);
   EXPECT_EQ(bf16.math, MmvqMath::kBf16);

@@ -98,7 +98,8 @@ void check_against_reference(QuantType t, int64_t n, int64_t k, int64_t m, std::
   auto bound = [&](MmvqMath math) { return math == MmvqMath::kInt8 && k < 1024 ? 3e-2 : 1e-2; };
   for (MmvqMath math : {MmvqMath::kBf16, MmvqMath::kInt8}) {
     if (math == MmvqMath::kInt8 && !mmvq_int8_supported(t, m)) continue;
-    const double err = relative_error([&] { cuda::mmvq(t, dev, n, k, dx.ptr, FloatType::F32, m, k, dy.ptr, n, stream, math); });
+    const double err =
+        relative_error([&] { cuda::mmvq(t, dev, n, k, dx.ptr, FloatType::F32, m, k, dy.ptr, n, stream, math); });
     EXPECT_LT(err, bound(math)) << info.name << " " << mmvq_math_name(math);
   }
   // the same product through the plan and execute, with the workspace the plan asks for
@@ -235,8 +236,9 @@ TEST(CudaApiKernels, ExecuteRunsEveryPassAndTheDequantStep) {
     std::memcpy(&v, &bits, 4);
     ASSERT_NEAR(v, ref[i], std::fabs(ref[i]) / 128 + 1e-30) << "element " << i;
   }
-  EXPECT_NE(error_message([&] { cuda::execute(dq, dev, dx.ptr, FloatType::F32, k, dy.ptr, n, nullptr, 0, nullptr); })
-                .find("workspace"),
+  EXPECT_NE(error_message([&] {
+              cuda::execute(dq, dev, dx.ptr, FloatType::F32, k, dy.ptr, n, nullptr, 0, nullptr);
+            }).find("workspace"),
             std::string::npos);
 }
 

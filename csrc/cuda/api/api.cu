@@ -64,13 +64,13 @@ size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math) {
 DeviceFacts device_facts(int device) {
   if (device < 0) cudaGetDevice(&device);
   DeviceFacts f;
-  const bool ok = cudaDeviceGetAttribute(&f.compute_major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-                  cudaDeviceGetAttribute(&f.compute_minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
-                  cudaDeviceGetAttribute(&f.multiprocessors, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
-                  cudaDeviceGetAttribute(&f.shared_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
-                      cudaSuccess &&
-                  cudaDeviceGetAttribute(&f.shared_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) ==
-                      cudaSuccess;
+  const bool ok =
+      cudaDeviceGetAttribute(&f.compute_major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&f.compute_minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&f.multiprocessors, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&f.shared_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+          cudaSuccess &&
+      cudaDeviceGetAttribute(&f.shared_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) == cudaSuccess;
   if (!ok) cudaGetLastError();
   LOWBIT_CHECK(ok, "device: cannot read the facts of CUDA device ", device);
   return f;

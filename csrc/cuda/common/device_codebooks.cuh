@@ -38,14 +38,14 @@ struct CodebookTable {
   static constexpr int kBytes = 0;
   __device__ static const void* data() { return nullptr; }
 };
-#define LOWBIT_CODEBOOK_TABLE(Tag, Array, Size, Word)                      \
-  template <>                                                              \
-  struct CodebookTable<Codebook::Tag> {                                    \
-    using Entry = Word;                                                    \
-    static constexpr int kEntries = (Size);                                \
-    static constexpr int kBytes = (Size) * static_cast<int>(sizeof(Word)); \
+#define LOWBIT_CODEBOOK_TABLE(Tag, Array, Size, Word)                           \
+  template <>                                                                   \
+  struct CodebookTable<Codebook::Tag> {                                         \
+    using Entry = Word;                                                         \
+    static constexpr int kEntries = (Size);                                     \
+    static constexpr int kBytes = (Size) * static_cast<int>(sizeof(Word));      \
     static_assert(kBytes == codebook_bytes(Codebook::Tag), "codebook_sizes.h"); \
-    __device__ static const Entry* data() { return Array; }                \
+    __device__ static const Entry* data() { return Array; }                     \
   };
 LOWBIT_CODEBOOK_TABLE(kIq2xxs, kIq2xxsGridDevice, LOWBIT_IQ2XXS_GRID_SIZE, uint64_t)
 LOWBIT_CODEBOOK_TABLE(kIq2xs, kIq2xsGridDevice, LOWBIT_IQ2XS_GRID_SIZE, uint64_t)

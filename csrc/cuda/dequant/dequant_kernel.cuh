@@ -10,8 +10,8 @@
 
 #include "cuda/common/device_codebooks.cuh"
 #include "cuda/common/launch.h"
-#include "cuda/dequant/dequant_launch.h"
 #include "cuda/common/render_bf16.cuh"
+#include "cuda/dequant/dequant_launch.h"
 #include "cuda/tuning/tuning.h"
 #include "lowbit/formats/all.h"
 

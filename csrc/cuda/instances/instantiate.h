@@ -5,6 +5,6 @@
 #include "cuda/dequant/dequant_kernel.cuh"
 #include "cuda/mmvq/mmvq_launch.cuh"
 
-#define LOWBIT_INSTANTIATE_KERNELS(Name)                                                                   \
-  template void launch_dequant<QuantType::Name>(const DequantArgs&, FloatType, cudaStream_t);              \
+#define LOWBIT_INSTANTIATE_KERNELS(Name)                                                      \
+  template void launch_dequant<QuantType::Name>(const DequantArgs&, FloatType, cudaStream_t); \
   template void launch_mmvq<QuantType::Name>(const MmvqArgs&, FloatType, const MmvqConfig&, cudaStream_t);

@@ -20,8 +20,8 @@
 // instructions for the bf16 render: the bf16 kernel was bound by instruction issue (NOTES.md).
 #pragma once
 
-#include "cuda/common/int8_activations.cuh"
 #include "cuda/common/device_codebooks.cuh"
+#include "cuda/common/int8_activations.cuh"
 #include "cuda/common/ptx.cuh"
 #include "cuda/mmvq/row_pipeline.cuh"
 

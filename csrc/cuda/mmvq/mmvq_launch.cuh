@@ -89,8 +89,8 @@ void launch_mmvq(const MmvqArgs& a, FloatType act_type, const MmvqConfig& config
         if (config.kernel_tokens == 8) return launch_mmvq_int8_as<Traits, Act, 8>(a, config, stream);
       }
     }
-    LOWBIT_CHECK(config.kernel == MmvqKernel::kBf16TensorCores, "plan: ", mmvq_kernel_name(config.kernel),
-                 " MMVQ of ", config.kernel_tokens, " tokens does not exist for ", type_name(T));
+    LOWBIT_CHECK(config.kernel == MmvqKernel::kBf16TensorCores, "plan: ", mmvq_kernel_name(config.kernel), " MMVQ of ",
+                 config.kernel_tokens, " tokens does not exist for ", type_name(T));
     if (config.kernel_tokens <= 8) return launch_mmvq_tiles<Traits, 1, Act>(a, stream);
     return launch_mmvq_tiles<Traits, 2, Act>(a, stream);
   };

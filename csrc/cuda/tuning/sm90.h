@@ -9,7 +9,7 @@
 namespace lowbit::tuning::sm90 {
 
 // N = 4096, K = 14336 A/B runs of the lane MMVQ (benchmarks/NOTES.md, "dp4a lanes ..." sections).
-inline constexpr Provenance kOneToken{"H200", "0dd33f8", "2026-11-29"};  // prefetch 77386ae, split signs 7b0fc23
+inline constexpr Provenance kOneToken{"H200", "0dd33f8", "2026-11-29"};   // prefetch 77386ae, split signs 7b0fc23
 inline constexpr Provenance kTwoTokens{"H200", "9c32f8d", "2026-11-30"};  // select prefetch 2bfc9cc
 inline constexpr Provenance kFourTokens{"H200", "6a6b582", "2026-11-30"};
 inline constexpr Provenance kDequant20261129{"H200", "fd44737", "2026-11-29"};  // one group: f712dc3

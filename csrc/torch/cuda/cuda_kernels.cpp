@@ -72,8 +72,8 @@ at::Tensor run_plan(const Plan& plan, const AlignedWeight& a, const at::Tensor& 
   void* const ws_ptr = plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr;
   at::Tensor y = at::empty({plan.m, plan.n}, x.options());
   translate_errors([&] {
-    cuda::execute(plan, a.arg.view, x.data_ptr(), float_type(x.scalar_type()), x.stride(0), y.data_ptr(), plan.n, ws_ptr,
-                  plan.workspace_bytes, c10::cuda::getCurrentCUDAStream());
+    cuda::execute(plan, a.arg.view, x.data_ptr(), float_type(x.scalar_type()), x.stride(0), y.data_ptr(), plan.n,
+                  ws_ptr, plan.workspace_bytes, c10::cuda::getCurrentCUDAStream());
   });
   if (plan.kernel == DenseKernel::kDequantMatmul) {
     const at::Tensor weight = ws.view(at::kBFloat16).view({plan.n, plan.k});
