@@ -2,7 +2,9 @@
 // then the per-type launchers of the plan's kernels.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 
 #include "cuda/dequant/dequant_launch.h"
 #include "cuda/mmvq/mmvq_args.h"
@@ -61,8 +63,8 @@ size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math) {
   return static_cast<size_t>(cuda_detail::int8_activation_bytes(m, k));
 }
 
-DeviceFacts device_facts(int device) {
-  if (device < 0) cudaGetDevice(&device);
+namespace {
+DeviceFacts read_device_facts(int device) {
   DeviceFacts f;
   const bool ok =
       cudaDeviceGetAttribute(&f.compute_major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
@@ -74,6 +76,23 @@ DeviceFacts device_facts(int device) {
   if (!ok) cudaGetLastError();
   LOWBIT_CHECK(ok, "device: cannot read the facts of CUDA device ", device);
   return f;
+}
+}  // namespace
+
+DeviceFacts device_facts(int device) {
+  if (device < 0) cudaGetDevice(&device);
+  // read once per device: every call plans, and the facts do not change while the process runs
+  constexpr int kDevices = 64;
+  static DeviceFacts facts[kDevices];
+  static std::atomic<bool> known[kDevices];
+  if (device >= kDevices) return read_device_facts(device);
+  if (!known[device].load(std::memory_order_acquire)) {
+    static std::mutex mutex;
+    const std::lock_guard<std::mutex> lock(mutex);
+    facts[device] = read_device_facts(device);
+    known[device].store(true, std::memory_order_release);
+  }
+  return facts[device];
 }
 
 Plan plan_linear(QuantType t, int64_t m, int64_t n, int64_t k, const PlanOptions& options) {
