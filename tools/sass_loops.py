@@ -4,9 +4,9 @@ Compiles one CUDA source of this tree (and optionally the same source of another
 and prints, for each kernel whose mangled name matches --kernel, its instruction count and the
 length of every backward branch (a loop body, innermost first as they appear). On this project's
 kernels the loop lengths predicted the lane kernel's speed where the change removed address
-arithmetic (benchmarks/NOTES.md, ninth session), not always elsewhere: time what looks better.
+arithmetic (benchmarks/NOTES.md, 7b0fc23..2bfc9cc), not always elsewhere: time what looks better.
 
-    python tools/sass_loops.py csrc/cuda/kernels_iq4.cu --kernel 'mmvq_lane_kernel.*bfloat16' \\
+    python tools/sass_loops.py csrc/cuda/instances/kernels_iq4.cu --kernel 'mmvq_lane_kernel.*bfloat16' \\
         --base ab-base
 
 Needs nvcc, and cuobjdump on PATH or in $CUOBJDUMP (pip: nvidia-cuda-cuobjdump).
@@ -59,7 +59,7 @@ def kernel_loops(cuobjdump: str, cubin: Path, pattern: re.Pattern[str]) -> dict[
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("source", help="a CUDA source of the tree, e.g. csrc/cuda/kernels_iq4.cu")
+    ap.add_argument("source", help="a CUDA source of the tree, e.g. csrc/cuda/instances/kernels_iq4.cu")
     ap.add_argument("--kernel", default="mmvq_lane_kernel", help="regex on the mangled kernel names")
     ap.add_argument("--base", type=Path, help="another tree (e.g. ab-base) to compare with")
     args = ap.parse_args()

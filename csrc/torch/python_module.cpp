@@ -6,11 +6,10 @@
 #include "lowbit/capabilities.h"
 #include "lowbit/dispatch.h"
 #include "lowbit/error.h"
+#include "lowbit/plan.h"
 #include "lowbit/quant_type.h"
 
 #if defined(LOWBIT_TORCH_CUDA)
-#include <cuda_runtime_api.h>
-
 #include "lowbit/cuda.h"
 #endif
 
@@ -77,57 +76,69 @@ py::dict capabilities_dict() {
 
 }  // namespace
 
-// The dispatcher's dense choice; device_index < 0 means the CPU.
-py::tuple select_dense(int64_t qtype, int64_t m, int64_t n, int64_t k, int device_index) {
-  lowbit::DeviceFacts facts;
-  if (device_index >= 0) {
-    const lowbit::Capabilities caps = lowbit::capabilities();
-    for (const auto& d : caps.cuda_devices)
-      if (d.index == device_index) {
-        facts = {d.compute_major, d.compute_minor, d.multiprocessors};
-        // the sm_90a MMQ kernels are compiled in and this is a 9.0 device
-        bool compiled = false;
-        for (const auto& t : caps.types) compiled = compiled || t.kernels.cuda_mmq;
-        facts.mmq = compiled && d.compute_major == 9 && d.compute_minor == 0;
-      }
-  }
-  try {
-    const auto& info = lowbit::weight_type_info(qtype, "qtype");
-    const lowbit::DenseChoice c = lowbit::select_dense(info.type, m, n, k, facts);
-    return py::make_tuple(lowbit::dense_kernel_name(c.kernel), c.reason);
-  } catch (const lowbit::Error& e) {
-    throw py::value_error(e.what());
-  }
+// The facts of CUDA device `device_index` (< 0: the CPU).
+lowbit::DeviceFacts facts_of(int device_index) {
+  if (device_index < 0) return {};
+#if defined(LOWBIT_TORCH_CUDA)
+  return lowbit::cuda::device_facts(device_index);
+#else
+  throw py::value_error("device: this build of lowbit has no CUDA; got CUDA device " + std::to_string(device_index));
+#endif
 }
 
-#if defined(LOWBIT_TORCH_CUDA)
-// The MMVQ kernel an M-token call on CUDA device `device_index` runs (lowbit::cuda::mmvq_kernel).
-std::string mmvq_kernel(int64_t qtype, int64_t m, int64_t n, int64_t k, int device_index) {
-  int previous = 0;
-  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device_index) != cudaSuccess) {
-    cudaGetLastError();
-    throw py::value_error("device: no CUDA device " + std::to_string(device_index));
-  }
-  struct Restore {
-    int device;
-    ~Restore() { cudaSetDevice(device); }
-  } restore{previous};
+py::dict mmvq_config_dict(const lowbit::MmvqConfig& c) {
+  py::dict d;
+  d["kernel"] = lowbit::mmvq_kernel_name(c.kernel);
+  d["math"] = lowbit::mmvq_math_name(c.math);
+  d["tokens"] = c.tokens;
+  d["kernel_tokens"] = c.kernel_tokens;
+  d["blocks"] = c.blocks;
+  d["threads"] = c.threads;
+  d["shared_bytes"] = c.shared_bytes;
+  d["int8_prologue"] = c.int8_prologue;
+  d["workspace_bytes"] = c.workspace_bytes;
+  return d;
+}
+
+// The plan lowbit.linear runs for x [m, k] and a weight [n, k] on `device` (an index, < 0 the
+// CPU; or a tuple (major, minor, SMs, shared bytes per block, per SM) of a device to plan for).
+py::dict plan_linear(int64_t qtype, int64_t m, int64_t n, int64_t k, const py::object& device,
+                     const std::string& kernel, const std::string& math) {
   try {
+    lowbit::DeviceFacts facts;
+    if (py::isinstance<py::tuple>(device)) {
+      const auto t = device.cast<std::tuple<int, int, int, int, int>>();
+      facts = {std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t), std::get<4>(t)};
+    } else {
+      facts = facts_of(device.cast<int>());
+    }
     const auto& info = lowbit::weight_type_info(qtype, "qtype");
-    return lowbit::cuda::mmvq_kernel_name(lowbit::cuda::mmvq_kernel(info.type, n, k, m));
+    lowbit::PlanOptions options;
+    if (kernel != "auto") options.kernel = lowbit::parse_dense_kernel(kernel, "kernel");
+    options.math = lowbit::parse_mmvq_math(math, "math");
+    const lowbit::Plan p = lowbit::plan_linear(info.type, m, n, k, facts, options);
+    py::dict d;
+    d["kernel"] = lowbit::dense_kernel_name(p.kernel);
+    d["reason"] = p.reason;
+    d["workspace_bytes"] = p.workspace_bytes;
+    d["describe"] = lowbit::describe_plan(p);
+    if (p.kernel == lowbit::DenseKernel::kMmvq) {
+      d["passes"] = p.passes;
+      d["mmvq"] = mmvq_config_dict(p.mmvq);
+      d["mmvq_last"] = mmvq_config_dict(p.mmvq_last);
+    }
+    return d;
   } catch (const lowbit::Error& e) {
     throw py::value_error(e.what());
   }
 }
-#endif
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "lowbit's compiled core: torch ops (torch.ops.lowbit.*) and build facts";
   m.def("capabilities", &capabilities_dict, "What this build and machine can run, per type and kernel");
-  m.def("select_dense", &select_dense, "The dense kernel the dispatcher picks, and why");
-#if defined(LOWBIT_TORCH_CUDA)
-  m.def("mmvq_kernel", &mmvq_kernel, "The MMVQ kernel a call of M tokens runs on a CUDA device");
-#endif
+  m.def("plan_linear", &plan_linear, "The plan of a dense layer: kernel, configuration, workspace and reason",
+        py::arg("qtype"), py::arg("m"), py::arg("n"), py::arg("k"), py::arg("device"), py::arg("kernel") = "auto",
+        py::arg("math") = "auto");
   m.def(
       "types",
       [] {

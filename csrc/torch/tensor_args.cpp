@@ -4,9 +4,8 @@
 
 #if defined(LOWBIT_TORCH_CUDA)
 #include <c10/cuda/CUDAFunctions.h>
-#include <cuda_runtime_api.h>
 
-#include "lowbit/cuda_mmq.h"
+#include "lowbit/cuda.h"
 #endif
 
 namespace lowbit::torch_ops {
@@ -39,21 +38,12 @@ FloatType float_type(at::ScalarType t) {
 }
 
 DeviceFacts device_facts(const c10::Device& device) {
-  DeviceFacts facts;
 #if defined(LOWBIT_TORCH_CUDA)
-  if (device.is_cuda()) {
-    const int index = device.index() < 0 ? c10::cuda::current_device() : device.index();
-    int major = 0, minor = 0, sms = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, index);
-    facts.compute_major = major;
-    facts.compute_minor = minor;
-    facts.multiprocessors = sms;
-    facts.mmq = cuda::mmq_available_on(index);
-  }
+  if (device.is_cuda())
+    return translate_errors(
+        [&] { return cuda::device_facts(device.index() < 0 ? c10::cuda::current_device() : device.index()); });
 #endif
-  return facts;
+  return DeviceFacts{};
 }
 
 void check_same_device(const at::Tensor& a, const char* a_name, const at::Tensor& b, const char* b_name) {

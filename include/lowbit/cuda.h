@@ -12,6 +12,7 @@
 #include "lowbit/cpu.h"
 #include "lowbit/cuda_limits.h"
 #include "lowbit/dispatch.h"
+#include "lowbit/plan.h"
 #include "lowbit/quant_type.h"
 #include "lowbit/weights.h"
 
@@ -40,25 +41,34 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
           int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math = MmvqMath::kAuto,
           void* workspace = nullptr, size_t workspace_bytes = 0);
 
+// The int8 activations' bytes whenever `math` resolves to int8, whichever kernel runs (a size
+// for callers that do not plan; plan_mmvq_pass's workspace_bytes is what a pass reads).
 size_t mmvq_workspace_bytes(QuantType t, int64_t m, int64_t k, MmvqMath math = MmvqMath::kAuto);
 
-// The MMVQ kernels: dp4a lanes (up to 4 tokens; one or two quantized inside the kernel, three or
-// four by the quantizing kernel), int8 tensor cores (up to 8 tokens, after a kernel that
-// quantizes the activations), bf16
-// tensor cores (up to 16 tokens: 9 to 16 tokens, MXFP8, math = kBf16, or where the others do
-// not fit).
-enum class MmvqKernel : int { kDp4a = 0, kInt8TensorCores = 1, kBf16TensorCores = 2 };
-const char* mmvq_kernel_name(MmvqKernel kernel);  // "dp4a", "int8_tensor_cores", "bf16_tensor_cores"
+// The MMVQ kernels (lowbit/plan.h), by their former names here.
+using ::lowbit::mmvq_kernel_name;
+using ::lowbit::MmvqKernel;
 
-// The kernel mmvq(t, w, n, k, ..., m, ..., math) runs on the current device: the choice mmvq
-// makes by format, token count, arithmetic and the device's shared memory (a host-side query;
-// for N = 0, where mmvq launches nothing, the kernel a non-empty call would run). Checks the
-// type, K and M as mmvq does.
+// The facts the planner needs of CUDA device `device` (-1: the current device).
+DeviceFacts device_facts(int device = -1);
+
+// The plan of y [M, N] = x [M, K] W^T on the current device (lowbit::plan_linear with its facts).
+Plan plan_linear(QuantType t, int64_t m, int64_t n, int64_t k, const PlanOptions& options = {});
+
+// Runs a plan of plan_linear on the current device: x [plan.m, K] (row stride x_row_stride
+// elements, 16-byte aligned, stride a multiple of 8) in x_type, y [plan.m, N] in the same type,
+// with the weight's requirements of mmvq. workspace: 16-byte aligned device memory of at least
+// plan.workspace_bytes, or nullptr where the plan reads none (MMVQ also takes nullptr and then
+// allocates stream-ordered). A dequant_matmul plan writes the weight as bf16 [N, K] into the
+// workspace (required) and leaves y to the caller's GEMM; a cpu_reference plan is an error here.
+void execute(const Plan& plan, const WeightView& w, const void* x, FloatType x_type, int64_t x_row_stride, void* y,
+             int64_t y_row_stride, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
+// Former queries, thin wrappers over plan_mmvq_pass on the current device (kept for callers):
+// the kernel mmvq(t, w, n, k, ..., m, ..., math) runs (for N = 0, where mmvq launches nothing, the
+// kernel a non-empty call would run), and whether it reads its workspace. Check the type, K and M
+// as mmvq does.
 MmvqKernel mmvq_kernel(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math = MmvqMath::kAuto);
-
-// Whether mmvq(t, w, n, k, ..., m, ..., math) on the current device reads its workspace (the int8
-// activations' prologue runs: int8 tensor cores, or dp4a at three or four tokens), so that a
-// caller allocates mmvq_workspace_bytes only then. Checks its arguments as mmvq_kernel does.
 bool mmvq_reads_workspace(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math = MmvqMath::kAuto);
 
 }  // namespace lowbit::cuda

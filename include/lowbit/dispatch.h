@@ -25,6 +25,8 @@ struct DeviceFacts {
   int compute_major = 0;
   int compute_minor = 0;
   int multiprocessors = 0;
+  int shared_per_block_optin = 0;  // bytes of shared memory one block may take (0: unknown, 48 KB)
+  int shared_per_sm = 0;           // bytes per SM (0: unknown, 96 KB)
   bool mmq = false;  // this build's MMQ kernels run here (sm_90a code on a 9.0 device)
 };
 
@@ -52,10 +54,11 @@ struct DenseChoice {
   std::string reason;  // why, in one sentence, for logs and `explain`
 };
 
+// The kernel and reason of plan_linear (lowbit/plan.h), which this wraps.
 DenseChoice select_dense(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device);
 
 // Largest M for which MMVQ (in passes of kMmvqMaxTokens) beats the alternatives for this type on
-// this device (from measurements).
+// this device (the tuning table's row for its architecture; 8 for GPUs never measured).
 int mmvq_max_tokens(QuantType t, const DeviceFacts& device);
 
 }  // namespace lowbit

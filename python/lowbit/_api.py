@@ -197,12 +197,24 @@ def capabilities() -> dict[str, Any]:
     return caps
 
 
-def select_kernel(qtype: QTypeLike, m: int, n: int, k: int, device: torch.device | str | None = None) -> dict[str, str]:
-    """The dense kernel lowbit.linear would run for x [m, k] and a weight [n, k] on `device`, and why.
+def select_kernel(
+    qtype: QTypeLike,
+    m: int,
+    n: int,
+    k: int,
+    device: torch.device | str | None = None,
+    *,
+    kernel: str = "auto",
+    math: str = "auto",
+) -> dict[str, Any]:
+    """The plan lowbit.linear runs for x [m, k] and a weight [n, k] on `device`: the same plan.
 
-    Returns {"kernel": "mmvq" | "dequant_matmul" | "cpu_reference", "reason": "..."}; for "mmvq" on
-    a CUDA device (and m >= 1) also "mmvq_kernel": "dp4a" | "int8_tensor_cores" | "bf16_tensor_cores",
-    the MMVQ kernel of its (first) pass of up to 16 tokens with the default arithmetic (math="auto").
+    Returns {"kernel": "mmvq" | "dequant_matmul" | "cpu_reference", "reason": "...",
+    "workspace_bytes": int, "describe": "..."}; for "mmvq" also "passes" and "mmvq" (the pass of up
+    to 16 tokens: {"kernel": "dp4a" | "int8_tensor_cores" | "bf16_tensor_cores", "math", "tokens",
+    "kernel_tokens", "blocks", "threads", "shared_bytes", "int8_prologue", "workspace_bytes"}),
+    "mmvq_last" (the last pass) and "mmvq_kernel" (the first pass's kernel). `kernel` forces a
+    kernel and `math` MMVQ's arithmetic, as the ops take them.
     """
     q = as_quant_type(qtype)
     for name, value in (("m", m), ("n", n), ("k", k)):
@@ -210,9 +222,7 @@ def select_kernel(qtype: QTypeLike, m: int, n: int, k: int, device: torch.device
             raise ValueError(f"{name} must be an int, got {value!r}")
     dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     index = -1 if dev.type != "cuda" else (dev.index if dev.index is not None else torch.cuda.current_device())
-    kernel, reason = _C.select_dense(int(q), int(m), int(n), int(k), index)
-    choice = {"kernel": kernel, "reason": reason}
-    if kernel == "mmvq" and index >= 0 and int(m) >= 1 and hasattr(_C, "mmvq_kernel"):
-        # a pass takes up to 16 tokens (kMmvqMaxTokens)
-        choice["mmvq_kernel"] = _C.mmvq_kernel(int(q), min(int(m), 16), int(n), int(k), index)
-    return choice
+    plan: dict[str, Any] = _C.plan_linear(int(q), int(m), int(n), int(k), index, kernel, math)
+    if "mmvq" in plan:
+        plan["mmvq_kernel"] = plan["mmvq"]["kernel"]
+    return plan

@@ -1,9 +1,13 @@
 // The dispatcher's policy: pure functions over measured thresholds.
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "cuda/tuning/tuning.h"
 #include "lowbit/dispatch.h"
 #include "lowbit/error.h"
 #include "lowbit/mmq_policy.h"
+#include "lowbit/plan.h"
 
 namespace lowbit {
 namespace {
@@ -94,6 +98,153 @@ TEST(MmqPolicy, TilesSplitsAndWorkspace) {
   EXPECT_THROW(select_mmq_config(QuantType::IQ4_XS, 0, 4096, 14336, h200), Error);
   EXPECT_THROW(select_mmq_config(QuantType::IQ4_XS, 16, 4096, 100, h200), Error);
   EXPECT_THROW(select_mmq_config(QuantType::Q8_1, 16, 4096, 256, h200), Error);
+}
+
+// An H200's facts as cudaDeviceGetAttribute reports them.
+constexpr DeviceFacts kH200{9, 0, 132, 232448, 233472};
+
+MmvqKernel kernel_at(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math = MmvqMath::kAuto) {
+  return plan_mmvq_pass(t, m, n, k, kH200, math).kernel;
+}
+
+// The MMVQ routing the H200 runs (tests/cuda checks the device's own plan against this planner).
+TEST(Plan, MmvqKernelsOnTheH200) {
+  using K = MmvqKernel;
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 4096, 14336, 1), K::kDp4a);
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 4096, 14336, 2), K::kDp4a);
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 4096, 14336, 3), K::kDp4a);
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 4096, 14336, 4), K::kDp4a);
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 4096, 14336, 5), K::kInt8TensorCores);
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 4096, 14336, 8), K::kInt8TensorCores);
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 4096, 14336, 9), K::kBf16TensorCores);
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 4096, 14336, 1, MmvqMath::kBf16), K::kBf16TensorCores);
+  EXPECT_EQ(kernel_at(QuantType::Q8_0, 4096, 14336, 4), K::kInt8TensorCores);
+  EXPECT_EQ(kernel_at(QuantType::IQ3_S, 4096, 14336, 2), K::kInt8TensorCores);
+  EXPECT_EQ(kernel_at(QuantType::MXFP8_E4M3, 4096, 14336, 1), K::kBf16TensorCores);
+  // the lane kernel's activations exceed a block's shared memory: int8 tensor cores
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 67, 131072, 2), K::kInt8TensorCores);
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 67, 57344, 4), K::kInt8TensorCores);
+  EXPECT_EQ(kernel_at(QuantType::IQ4_XS, 67, 28672, 4), K::kDp4a);
+  // 48 KB blocks (a device whose facts are unknown): the lanes at K = 14336, four tokens, do not fit
+  EXPECT_EQ(plan_mmvq_pass(QuantType::IQ4_XS, 4, 4096, 14336, DeviceFacts{9, 0, 132}).kernel, K::kInt8TensorCores);
+}
+
+TEST(Plan, LaunchShapeAndWorkspace) {
+  const MmvqConfig one = plan_mmvq_pass(QuantType::IQ4_XS, 1, 4096, 14336, kH200);
+  EXPECT_EQ(one.kernel_tokens, 1);
+  EXPECT_EQ(one.blocks, 128u);  // 32 one-warp teams per block cover the 4096 rows in 128 blocks (<= one per SM)
+  EXPECT_EQ(one.threads, 1024);
+  EXPECT_EQ(one.threads % 32, 0);
+  EXPECT_GT(one.shared_bytes, 14336);  // the quantized activations at least
+  EXPECT_FALSE(one.int8_prologue);
+  EXPECT_EQ(one.workspace_bytes, 0u);
+  const MmvqConfig three = plan_mmvq_pass(QuantType::IQ4_XS, 3, 4096, 14336, kH200);
+  EXPECT_EQ(three.kernel_tokens, 4);
+  EXPECT_TRUE(three.int8_prologue);
+  EXPECT_EQ(three.workspace_bytes, 14336u + 3 * 14336u);  // scales [K/32][8] floats, then [3][K] codes
+  const MmvqConfig five = plan_mmvq_pass(QuantType::IQ2_S, 5, 4096, 14336, kH200);
+  EXPECT_EQ(five.kernel, MmvqKernel::kInt8TensorCores);
+  EXPECT_EQ(five.kernel_tokens, 8);
+  EXPECT_EQ(five.blocks, 256u);  // 16-row tiles
+  EXPECT_EQ(five.threads, 384);  // 12 warps of <= 5 units: 14 would not fit two blocks per SM
+  const MmvqConfig bf16 = plan_mmvq_pass(QuantType::MXFP8_E4M3, 12, 4096, 14336, kH200);
+  EXPECT_EQ(bf16.kernel_tokens, 16);
+  EXPECT_EQ(bf16.math, MmvqMath::kBf16);
+  EXPECT_EQ(bf16.workspace_bytes, 0u);
+}
+
+TEST(Plan, LinearPassesKernelsAndReasons) {
+  const Plan two = plan_linear(QuantType::IQ4_XS, 20, 4096, 14336, kH200);
+  EXPECT_EQ(two.kernel, DenseKernel::kMmvq);
+  EXPECT_EQ(two.passes, 2);
+  EXPECT_EQ(two.mmvq.tokens, 16);
+  EXPECT_EQ(two.mmvq_last.tokens, 4);
+  // one arithmetic for every pass: bf16 past eight tokens, also in the short last pass
+  EXPECT_EQ(two.mmvq_last.kernel, MmvqKernel::kBf16TensorCores);
+  EXPECT_EQ(two.workspace_bytes, 0u);
+  EXPECT_NE(describe_plan(two).find("last bf16_tensor_cores"), std::string::npos) << describe_plan(two);
+
+  const Plan one = plan_linear(QuantType::IQ4_XS, 3, 4096, 14336, kH200);
+  EXPECT_EQ(one.passes, 1);
+  EXPECT_EQ(one.workspace_bytes, one.mmvq.workspace_bytes);
+  EXPECT_NE(one.reason.find("dp4a"), std::string::npos) << one.reason;
+
+  const Plan big = plan_linear(QuantType::IQ2_XXS, 33, 4096, 14336, kH200);
+  EXPECT_EQ(big.kernel, DenseKernel::kDequantMatmul);
+  EXPECT_EQ(big.workspace_bytes, size_t{4096} * 14336 * 2);  // the bf16 weight execute writes
+
+  PlanOptions options;
+  options.kernel = DenseKernel::kMmvq;
+  options.math = MmvqMath::kBf16;
+  const Plan forced = plan_linear(QuantType::IQ2_XXS, 40, 4096, 14336, kH200, options);
+  EXPECT_EQ(forced.kernel, DenseKernel::kMmvq);
+  EXPECT_EQ(forced.passes, 3);
+  EXPECT_NE(forced.reason.find("forced"), std::string::npos);
+  EXPECT_EQ(plan_linear(QuantType::IQ2_XXS, 4, 4096, 14336, DeviceFacts{}).kernel, DenseKernel::kCpuReference);
+}
+
+TEST(Plan, CarriesSlotsForMmqAndMoe) {
+  Plan p = plan_linear(QuantType::IQ4_XS, 1, 64, 256, kH200);
+  EXPECT_EQ(p.mmq.tokens_per_tile, 0);  // an MMVQ plan carries no MMQ configuration
+  DeviceFacts h200 = kH200;
+  h200.mmq = true;
+  p = plan_linear(QuantType::IQ4_XS, 64, 4096, 14336, h200);
+  EXPECT_EQ(p.kernel, DenseKernel::kMmq);
+  EXPECT_EQ(p.mmq.tokens_per_tile, 64);
+  EXPECT_EQ(p.workspace_bytes, p.mmq.workspace_bytes());
+  EXPECT_EQ(p.moe, nullptr);
+  EXPECT_STREQ(operation_name(Operation::kMoe), "moe");
+}
+
+TEST(Plan, ErrorsNameTheArgument) {
+  auto message = [](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  PlanOptions mmq;
+  mmq.kernel = DenseKernel::kMmq;
+  EXPECT_NE(message([&] { plan_linear(QuantType::IQ4_XS, 64, 64, 256, kH200, mmq); }).find("kernel: mmq needs a compute capability 9.0"),
+            std::string::npos);
+  PlanOptions mmvq;
+  mmvq.kernel = DenseKernel::kMmvq;
+  EXPECT_NE(message([&] { plan_linear(QuantType::IQ4_XS, 1, 64, 256, DeviceFacts{}, mmvq); }).find("needs a CUDA"),
+            std::string::npos);
+  EXPECT_NE(message([&] { plan_linear(QuantType::IQ4_XS, -1, 64, 256, kH200); }).find("m: M = -1 must be >= 0"),
+            std::string::npos);
+  EXPECT_EQ(plan_linear(QuantType::IQ4_XS, 0, 64, 256, kH200).passes, 0);  // an empty call runs nothing
+  EXPECT_NE(message([&] { plan_linear(QuantType::IQ4_XS, 1, 64, 300, kH200); }).find("k: "), std::string::npos);
+  EXPECT_NE(message([&] { plan_mmvq_pass(QuantType::IQ4_XS, 17, 64, 256, kH200); }).find("x: MMVQ takes 1 to 16"),
+            std::string::npos);
+  EXPECT_NE(message([&] { plan_mmvq_pass(QuantType::MXFP8_E4M3, 1, 64, 256, kH200, MmvqMath::kInt8); }).find("math:"),
+            std::string::npos);
+  EXPECT_THROW(plan_linear(QuantType::Q8_1, 1, 64, 256, kH200), Error);
+}
+
+// The tuning table: the rows the kernels compile against, each with where it was measured.
+TEST(Tuning, RowsAndProvenance) {
+  using tuning::lane_shape;
+  EXPECT_EQ(lane_shape(QuantType::IQ4_XS, 1).rows, 1);
+  EXPECT_FALSE(lane_shape(QuantType::IQ4_XS, 1).words);
+  EXPECT_TRUE(lane_shape(QuantType::IQ3_S, 1, /*words=*/true).split_signs);
+  EXPECT_FALSE(lane_shape(QuantType::IQ3_S, 1, /*words=*/false).split_signs);
+  EXPECT_EQ(lane_shape(QuantType::IQ3_S, 2).rows, 0);   // tensor cores
+  EXPECT_EQ(lane_shape(QuantType::Q5_0, 4).rows, 1);    // the catch-all row
+  EXPECT_EQ(lane_shape(QuantType::IQ4_XS, 8).rows, 0);  // no lane kernel of eight tokens
+  EXPECT_EQ(tuning::dequant_row(QuantType::IQ4_NL).groups, 1);
+  EXPECT_TRUE(tuning::dequant_row(QuantType::IQ4_NL).via_int8);
+  EXPECT_EQ(tuning::dequant_row(QuantType::IQ3_S).groups, 2);
+  const tuning::Provenance* measured = nullptr;
+  EXPECT_EQ(tuning::mmvq_max_tokens(QuantType::IQ1_M, 9, &measured), 32);
+  ASSERT_NE(measured, nullptr);
+  EXPECT_STREQ(measured->gpu, "H200");
+  EXPECT_EQ(tuning::mmvq_max_tokens(QuantType::IQ1_M, 10, &measured), 8);
+  EXPECT_EQ(measured, nullptr);
+  for (const auto& row : tuning::sm90::kLaneRows)
+    if (row.measured != nullptr) EXPECT_EQ(std::string(row.measured->date).size(), 10u);
 }
 
 }  // namespace

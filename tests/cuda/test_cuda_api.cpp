@@ -78,24 +78,40 @@ void check_against_reference(QuantType t, int64_t n, int64_t k, int64_t m, std::
       for (int64_t c = 0; c < k; ++c) s += static_cast<double>(x[i * k + c]) * ref[j * k + c];
       exact[i * n + j] = s;
     }
-  for (MmvqMath math : {MmvqMath::kBf16, MmvqMath::kInt8}) {
-    if (math == MmvqMath::kInt8 && !mmvq_int8_supported(t, m)) continue;
+  // y (poisoned first) read back after `run` and its relative error against the exact product
+  auto relative_error = [&](auto run) {
     cudaMemsetAsync(dy.ptr, 0xFF, m * n * sizeof(float), stream);
-    cuda::mmvq(t, dev, n, k, dx.ptr, FloatType::F32, m, k, dy.ptr, n, stream, math);
+    run();
     std::vector<float> y(m * n);
     cudaMemcpyAsync(y.data(), dy.ptr, y.size() * sizeof(float), cudaMemcpyDeviceToHost, stream);
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     double diff = 0, norm = 0;
     for (int64_t i = 0; i < m * n; ++i) {
-      ASSERT_TRUE(std::isfinite(y[i])) << info.name << " y[" << i << "] not written";
+      EXPECT_TRUE(std::isfinite(y[i])) << info.name << " y[" << i << "] not written";
       diff += (y[i] - exact[i]) * (y[i] - exact[i]);
       norm += exact[i] * exact[i];
     }
-    // bf16: activations and weights rounded to bf16; int8: activations to 8 bits per 32, whose
-    // error averages out less over a short K (the Python tests' bound for one-block K)
-    const double bound = math == MmvqMath::kInt8 && k < 1024 ? 3e-2 : 1e-2;
-    EXPECT_LT(std::sqrt(diff / norm), bound) << info.name << " " << mmvq_math_name(math);
+    return std::sqrt(diff / norm);
+  };
+  // bf16: activations and weights rounded to bf16; int8: activations to 8 bits per 32, whose
+  // error averages out less over a short K (the Python tests' bound for one-block K)
+  auto bound = [&](MmvqMath math) { return math == MmvqMath::kInt8 && k < 1024 ? 3e-2 : 1e-2; };
+  for (MmvqMath math : {MmvqMath::kBf16, MmvqMath::kInt8}) {
+    if (math == MmvqMath::kInt8 && !mmvq_int8_supported(t, m)) continue;
+    const double err =
+        relative_error([&] { cuda::mmvq(t, dev, n, k, dx.ptr, FloatType::F32, m, k, dy.ptr, n, stream, math); });
+    EXPECT_LT(err, bound(math)) << info.name << " " << mmvq_math_name(math);
   }
+  // the same product through the plan and execute, with the workspace the plan asks for
+  PlanOptions forced;
+  forced.kernel = DenseKernel::kMmvq;
+  const Plan plan = cuda::plan_linear(t, m, n, k, forced);
+  DeviceBuffer<uint8_t> ws(plan.workspace_bytes > 0 ? plan.workspace_bytes : 1);
+  const double err = relative_error([&] {
+    cuda::execute(plan, dev, dx.ptr, FloatType::F32, k, dy.ptr, n, plan.workspace_bytes > 0 ? ws.ptr : nullptr,
+                  plan.workspace_bytes, stream);
+  });
+  EXPECT_LT(err, bound(plan.mmvq.math)) << describe_plan(plan);
   cudaStreamDestroy(stream);
 }
 
@@ -148,6 +164,82 @@ TEST(CudaApiKernels, MmvqKernelChoice) {
   EXPECT_TRUE(cuda::mmvq_reads_workspace(QuantType::IQ3_S, 4096, 14336, 2));
   EXPECT_FALSE(cuda::mmvq_reads_workspace(QuantType::IQ4_XS, 4096, 14336, 4, MmvqMath::kBf16));
   EXPECT_FALSE(cuda::mmvq_reads_workspace(QuantType::MXFP8_E4M3, 4096, 14336, 4));
+}
+
+// The plan a CUDA call runs is the pure planner's for this device's facts, and the former queries
+// report it.
+TEST(CudaApiKernels, PlanIsThePurePlannersForTheDevice) {
+  REQUIRE_GPU();
+  const DeviceFacts facts = cuda::device_facts();
+  EXPECT_GT(facts.shared_per_block_optin, 0);
+  for (QuantType t : {QuantType::IQ4_XS, QuantType::IQ3_S, QuantType::Q8_0, QuantType::MXFP8_E4M3})
+    for (int64_t m : {1, 2, 3, 4, 8, 9, 16, 24}) {
+      const Plan here = cuda::plan_linear(t, m, 4096, 14336);
+      const Plan pure = plan_linear(t, m, 4096, 14336, facts);
+      EXPECT_EQ(describe_plan(here), describe_plan(pure));
+      if (m <= kMmvqMaxTokens && here.kernel == DenseKernel::kMmvq) {
+        EXPECT_EQ(cuda::mmvq_kernel(t, 4096, 14336, m), here.mmvq.kernel);
+        EXPECT_EQ(cuda::mmvq_reads_workspace(t, 4096, 14336, m), here.workspace_bytes > 0);
+      }
+    }
+}
+
+// Two passes (16 + 4 tokens) and the dequant_matmul plan's bf16 weight, through execute.
+TEST(CudaApiKernels, ExecuteRunsEveryPassAndTheDequantStep) {
+  REQUIRE_GPU();
+  std::mt19937 rng(std::random_device{}());
+  const QuantType t = QuantType::IQ4_XS;
+  const int64_t n = 45, k = 1024, m = 20;
+  const auto w = test::random_weight(t, n, k, rng);
+  std::vector<float> ref(n * k);
+  WeightView host{w.data(), row_bytes(t, k), 0, nullptr, 0, 0};
+  cpu::dequantize(t, host, n, k, ref.data(), FloatType::F32, k);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(m * k);
+  for (auto& v : x) v = normal(rng);
+  DeviceBuffer<uint8_t> dw(w.size());
+  DeviceBuffer<float> dx(m * k), dy(m * n);
+  cudaMemcpy(dw.ptr, w.data(), w.size(), cudaMemcpyHostToDevice);
+  cudaMemcpy(dx.ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemset(dy.ptr, 0xFF, m * n * sizeof(float));
+  const WeightView dev{dw.ptr, row_bytes(t, k), 0, nullptr, 0, 0};
+  PlanOptions forced;
+  forced.kernel = DenseKernel::kMmvq;
+  const Plan plan = cuda::plan_linear(t, m, n, k, forced);
+  ASSERT_EQ(plan.passes, 2);
+  EXPECT_EQ(plan.mmvq.tokens, 16);
+  EXPECT_EQ(plan.mmvq_last.tokens, 4);
+  cuda::execute(plan, dev, dx.ptr, FloatType::F32, k, dy.ptr, n, nullptr, 0, nullptr);
+  std::vector<float> y(m * n);
+  ASSERT_EQ(cudaMemcpy(y.data(), dy.ptr, y.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double e = 0;
+      for (int64_t c = 0; c < k; ++c) e += static_cast<double>(x[i * k + c]) * ref[j * k + c];
+      ASSERT_TRUE(std::isfinite(y[i * n + j])) << "row " << i << " not written";
+      diff += (y[i * n + j] - e) * (y[i * n + j] - e);
+      norm += e * e;
+    }
+  EXPECT_LT(std::sqrt(diff / norm), 1e-2);
+
+  forced.kernel = DenseKernel::kDequantMatmul;
+  const Plan dq = cuda::plan_linear(t, m, n, k, forced);
+  ASSERT_EQ(dq.workspace_bytes, static_cast<size_t>(n * k * 2));
+  DeviceBuffer<uint16_t> bf16(n * k);
+  cuda::execute(dq, dev, dx.ptr, FloatType::F32, k, dy.ptr, n, bf16.ptr, dq.workspace_bytes, nullptr);
+  std::vector<uint16_t> got(n * k);
+  ASSERT_EQ(cudaMemcpy(got.data(), bf16.ptr, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int64_t i = 0; i < n * k; ++i) {
+    uint32_t bits = static_cast<uint32_t>(got[i]) << 16;
+    float v;
+    std::memcpy(&v, &bits, 4);
+    ASSERT_NEAR(v, ref[i], std::fabs(ref[i]) / 128 + 1e-30) << "element " << i;
+  }
+  EXPECT_NE(error_message([&] {
+              cuda::execute(dq, dev, dx.ptr, FloatType::F32, k, dy.ptr, n, nullptr, 0, nullptr);
+            }).find("workspace"),
+            std::string::npos);
 }
 
 TEST(CudaApiErrors, NameTheArgument) {

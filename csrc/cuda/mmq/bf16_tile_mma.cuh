@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "cuda/ptx.cuh"
+#include "cuda/common/ptx.cuh"
 
 namespace lowbit::cuda_detail {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "cuda/launch.h"
+#include "cuda/common/launch.h"
 #include "cuda/mmq/mmq_launch.h"
 #include "lowbit/cuda_mmq.h"
 #include "lowbit/error.h"
@@ -30,7 +30,7 @@ bool aligned(const void* p, uintptr_t bytes) {
 }  // namespace
 
 bool mmq_available_on(int device) {
-#if defined(LOWBIT_WITH_MMQ_SM90A)
+#if defined(LOWBIT_WITH_SM90A)
   int major = 0, minor = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
@@ -121,7 +121,7 @@ void mmq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, 
                             y_row_stride,
                             y_type,
                             static_cast<uint8_t*>(workspace)};
-#if defined(LOWBIT_WITH_MMQ_SM90A)
+#if defined(LOWBIT_WITH_SM90A)
   visit_weight_type(t,
                     [&](auto traits) { cuda_detail::launch_mmq<decltype(traits)::kType>(args, config, stream); });
 #endif

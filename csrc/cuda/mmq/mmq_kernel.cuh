@@ -20,12 +20,13 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cuda/device_codebooks.cuh"
+#include "cuda/common/device_codebooks.cuh"
+#include "cuda/common/launch.h"
+#include "cuda/common/ptx.cuh"
+#include "cuda/common/render_bf16.cuh"
 #include "cuda/mmq/mmq_launch.h"
 #include "cuda/mmq/wgmma.cuh"
-#include "cuda/mmvq_kernel.cuh"
-#include "cuda/ptx.cuh"
-#include "cuda/render_bf16.cuh"
+#include "cuda/mmvq/row_pipeline.cuh"
 #include "lowbit/error.h"
 #include "lowbit/formats/all.h"
 
@@ -288,7 +289,7 @@ template <class Traits, int kTokens>
 void launch_mmq_tiles(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
   using Tl = MmqTiling<Traits, kTokens>;
   auto* kernel = &mmq_wgmma_kernel<Traits, kTokens>;
-  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::kSmemBytes);
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::kSmemBytes, "mmq");
   const dim3 grid(static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows),
                   static_cast<unsigned>((a.m + kTokens - 1) / kTokens), static_cast<unsigned>(c.splits));
   kernel<<<grid, Tl::kThreads, Tl::kSmemBytes, stream>>>(a, c.k_pad, c.splits);

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "cuda/launch.h"
+#include "cuda/common/launch.h"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/moe_routing_launch.h"
 #include "lowbit/cuda_moe.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/launch.h"
+#include "cuda/common/launch.h"
 #include "cuda/moe/moe_routing_launch.h"
 
 namespace lowbit::cuda_detail {

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "cuda/launch.h"
+#include "cuda/common/launch.h"
 #include "cuda/moe/moe_routing_launch.h"
 #include "lowbit/moe_policy.h"
 

@@ -6,8 +6,8 @@
 
 #include <cuda_bf16.h>
 
-#include "cuda/device_codebooks.cuh"
-#include "cuda/launch.h"
+#include "cuda/common/device_codebooks.cuh"
+#include "cuda/common/launch.h"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/moe_weight_rows.cuh"
 

@@ -8,8 +8,8 @@
 #include "composite.h"
 #include "cuda/moe_ops.h"
 #include "lowbit/cuda.h"
-#include "lowbit/cuda_mmq.h"
 #include "lowbit/dispatch.h"
+#include "lowbit/plan.h"
 #include "op_plans.h"
 
 namespace lowbit::torch_ops {
@@ -61,48 +61,25 @@ at::Tensor dequantize_cuda(const at::Tensor& w, int64_t qtype, int64_t k, const 
   return out;
 }
 
-// y [M, N] = x [M, K] W^T through MMVQ, 16 tokens per pass.
-at::Tensor run_mmvq(const LinearPlan& p, const AlignedWeight& a, const at::Tensor& x2,
-                    MmvqMath math = MmvqMath::kAuto) {
+// y [M, N] = x [M, K] W^T as `plan` (lowbit::plan_linear) says: MMVQ in passes of up to 16 tokens,
+// MMQ, or the bf16 weight (decoded into the plan's workspace) times x through torch's GEMM.
+at::Tensor run_plan(const Plan& plan, const AlignedWeight& a, const at::Tensor& x2) {
   at::Tensor x = x2.contiguous();
   if (!aligned16(x.data_ptr()) || x.stride(0) % 8 != 0) x = x.clone();
-  at::Tensor y = at::empty({p.m, p.w.rows}, x.options());
-  // one arithmetic for every row of the call: past the int8 token limit, bf16 throughout
-  if (math == MmvqMath::kAuto && p.m > kMmvqInt8MaxTokens) math = MmvqMath::kBf16;
-  for (int64_t m0 = 0; m0 < p.m; m0 += kMmvqMaxTokens) {
-    const int64_t mt = std::min<int64_t>(kMmvqMaxTokens, p.m - m0);
-    // the int8 arithmetic's scratch from torch's caching allocator (stream-ordered, graph-safe),
-    // only where the call reads it (not the dp4a kernel at one or two tokens)
-    const size_t ws_bytes = translate_errors([&] {
-      return cuda::mmvq_reads_workspace(p.w.type, p.w.rows, p.w.k, mt, math)
-                 ? cuda::mmvq_workspace_bytes(p.w.type, mt, p.w.k, math)
-                 : size_t{0};
-    });
-    const at::Tensor ws =
-        ws_bytes > 0 ? at::empty({static_cast<int64_t>(ws_bytes)}, x.options().dtype(at::kByte)) : at::Tensor();
-    translate_errors([&] {
-      cuda::mmvq(p.w.type, a.arg.view, p.w.rows, p.w.k,
-                 static_cast<const uint8_t*>(x.data_ptr()) + m0 * x.stride(0) * x.element_size(),
-                 float_type(x.scalar_type()), mt, x.stride(0),
-                 static_cast<uint8_t*>(y.data_ptr()) + m0 * p.w.rows * y.element_size(), p.w.rows,
-                 c10::cuda::getCurrentCUDAStream(), math, ws_bytes > 0 ? ws.data_ptr() : nullptr, ws_bytes);
-    });
-  }
-  return y;
-}
-
-// y [M, N] = x [M, K] W^T through MMQ (Hopper), its workspace from torch's caching allocator.
-at::Tensor run_mmq(const LinearPlan& p, const AlignedWeight& a, const at::Tensor& x2) {
-  at::Tensor x = x2.contiguous();
-  at::Tensor y = at::empty({p.m, p.w.rows}, x.options());
-  const MmqConfig config = translate_errors([&] { return cuda::mmq_config(p.w.type, p.m, p.w.rows, p.w.k); });
-  const at::Tensor ws =
-      at::empty({static_cast<int64_t>(config.workspace_bytes())}, x.options().dtype(at::kByte));
+  // the workspace from torch's caching allocator (stream-ordered, graph-safe), only where the plan reads one
+  const at::Tensor ws = plan.workspace_bytes > 0
+                            ? at::empty({static_cast<int64_t>(plan.workspace_bytes)}, x.options().dtype(at::kByte))
+                            : at::Tensor();
+  void* const ws_ptr = plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr;
+  at::Tensor y = at::empty({plan.m, plan.n}, x.options());
   translate_errors([&] {
-    cuda::mmq(p.w.type, a.arg.view, p.w.rows, p.w.k, x.data_ptr(), float_type(x.scalar_type()), p.m, x.stride(0),
-              y.data_ptr(), float_type(y.scalar_type()), p.w.rows, c10::cuda::getCurrentCUDAStream(), ws.data_ptr(),
-              config.workspace_bytes());
+    cuda::execute(plan, a.arg.view, x.data_ptr(), float_type(x.scalar_type()), x.stride(0), y.data_ptr(), plan.n,
+                  ws_ptr, plan.workspace_bytes, c10::cuda::getCurrentCUDAStream());
   });
+  if (plan.kernel == DenseKernel::kDequantMatmul) {
+    const at::Tensor weight = ws.view(at::kBFloat16).view({plan.n, plan.k});
+    y = at::matmul(x.to(at::kBFloat16), weight.t()).to(x.scalar_type());
+  }
   return y;
 }
 
@@ -111,25 +88,16 @@ at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
   const LinearPlan p = plan_linear(x, w, qtype, scales, bias);
   const c10::cuda::CUDAGuard guard(w.device());
   const AlignedWeight a = aligned_weight(p.w, w, scales);
-  DenseKernel choice;
-  if (route == "auto") {
-    choice = select_dense(p.w.type, p.m, p.w.rows, p.w.k, device_facts(w.device())).kernel;
-  } else {
-    choice = translate_errors([&] { return parse_dense_kernel(std::string(route), "route"); });
-    TORCH_CHECK_VALUE(choice == DenseKernel::kMmvq || choice == DenseKernel::kMmq ||
-                          choice == DenseKernel::kDequantMatmul,
+  PlanOptions options;
+  if (route != "auto") {
+    options.kernel = translate_errors([&] { return parse_dense_kernel(std::string(route), "route"); });
+    TORCH_CHECK_VALUE(options.kernel == DenseKernel::kMmvq || options.kernel == DenseKernel::kMmq ||
+                          options.kernel == DenseKernel::kDequantMatmul,
                       "route: \"", std::string(route), "\" is not built for CUDA (use auto, mmvq, mmq or dequant_matmul)");
   }
-  const at::Tensor x2 = x.reshape({p.m, p.w.k});
-  at::Tensor y;
-  if (choice == DenseKernel::kMmvq) {
-    y = run_mmvq(p, a, x2);
-  } else if (choice == DenseKernel::kMmq) {
-    y = run_mmq(p, a, x2);
-  } else {
-    const at::Tensor weight = dequantize_expert_cuda(a.arg, 0, at::kBFloat16);
-    y = at::matmul(x2.to(at::kBFloat16), weight.t()).to(x.scalar_type());
-  }
+  const Plan plan =
+      translate_errors([&] { return plan_linear(p.w.type, p.m, p.w.rows, p.w.k, device_facts(w.device()), options); });
+  at::Tensor y = run_plan(plan, a, x.reshape({p.m, p.w.k}));
   if (bias.has_value()) y.add_(bias->to(y.scalar_type()));
   return y.reshape(p.out_shape);
 }
@@ -138,13 +106,22 @@ at::Tensor mmvq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, co
                      c10::string_view math) {
   const LinearPlan p = plan_mmvq(x, w, qtype, scales, math);
   const c10::cuda::CUDAGuard guard(w.device());
-  return run_mmvq(p, aligned_weight(p.w, w, scales), x, p.math);
+  PlanOptions options;
+  options.kernel = DenseKernel::kMmvq;
+  options.math = p.math;
+  const Plan plan =
+      translate_errors([&] { return plan_linear(p.w.type, p.m, p.w.rows, p.w.k, device_facts(w.device()), options); });
+  return run_plan(plan, aligned_weight(p.w, w, scales), x);
 }
 
 at::Tensor mmq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
   const LinearPlan p = plan_mmq(x, w, qtype, scales);
   const c10::cuda::CUDAGuard guard(w.device());
-  return run_mmq(p, aligned_weight(p.w, w, scales), x.reshape({p.m, p.w.k})).reshape(p.out_shape);
+  PlanOptions options;
+  options.kernel = DenseKernel::kMmq;
+  const Plan plan =
+      translate_errors([&] { return plan_linear(p.w.type, p.m, p.w.rows, p.w.k, device_facts(w.device()), options); });
+  return run_plan(plan, aligned_weight(p.w, w, scales), x.reshape({p.m, p.w.k})).reshape(p.out_shape);
 }
 
 at::Tensor fused_moe_cuda(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2,

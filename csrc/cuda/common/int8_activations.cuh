@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/launch.h"
-#include "cuda/ptx.cuh"
+#include "cuda/common/ptx.cuh"
+#include "cuda/mmvq/mmvq_args.h"
 #include "lowbit/formats/common.h"
 
 namespace lowbit::cuda_detail {

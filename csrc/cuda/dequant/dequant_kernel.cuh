@@ -8,9 +8,11 @@
 
 #include <type_traits>
 
-#include "cuda/device_codebooks.cuh"
-#include "cuda/launch.h"
-#include "cuda/render_bf16.cuh"
+#include "cuda/common/device_codebooks.cuh"
+#include "cuda/common/launch.h"
+#include "cuda/common/render_bf16.cuh"
+#include "cuda/dequant/dequant_launch.h"
+#include "cuda/tuning/tuning.h"
 #include "lowbit/formats/all.h"
 
 namespace lowbit::cuda_detail {
@@ -80,21 +82,14 @@ inline constexpr int kDequantThreads = 256;
 
 // Per thread: kRows rows (independent decodes in flight) x kGroups groups of one block per row,
 // groups h and h + G / 2 of a block of G groups, so that each store instruction of a warp writes
-// whole 32-byte sectors. Two groups share their block's scale (built once: IQ1_M rebuilds its fp16
-// scale from four words) and halve the threads; where that was measured slower on the H200
-// (formats whose two groups share nothing: IQ4_XS, MXFP8, Q8_0, IQ1_S, IQ3_XXS, IQ2_XXS),
-// a thread takes one group (benchmarks/NOTES.md).
+// whole 32-byte sectors. Two groups share their block's scale (built once) and halve the threads;
+// one group where two measured slower, and the int8 form (kViaInt8: one lookup per 8 weights,
+// lanes t = 0..3 of a sub-block filling whole sectors) for the IQ4 formats: tuning/sm90.h.
 template <class Traits>
 struct DequantShape {
-  static constexpr QuantType kType = Traits::kType;
-  static constexpr bool kOneGroup = kType == QuantType::IQ4_XS || kType == QuantType::MXFP8_E4M3 ||
-                                    kType == QuantType::Q8_0 || kType == QuantType::IQ1_S ||
-                                    kType == QuantType::IQ3_XXS || kType == QuantType::IQ2_XXS;
-  // Decode to the int8 codes and scale them (IQ4: one lookup per 8 weights instead of the float
-  // decode's two and its per-byte render). One group per thread: lanes t = 0..3 of a sub-block
-  // then fill whole sectors with each of their two 4-weight stores.
-  static constexpr bool kViaInt8 = kType == QuantType::IQ4_XS || kType == QuantType::IQ4_NL;
-  static constexpr int kGroups = kOneGroup || kViaInt8 ? 1 : 2;
+  static constexpr tuning::DequantRow kRow = tuning::dequant_row(Traits::kType);
+  static constexpr bool kViaInt8 = kRow.via_int8;
+  static constexpr int kGroups = kRow.groups;
   static constexpr int kRows = 4;
 };
 

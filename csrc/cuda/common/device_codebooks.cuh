@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "cuda/common/codebook_sizes.h"
 #include "lowbit/formats/codebook_data.h"
 #include "lowbit/formats/common.h"
 
@@ -37,13 +38,14 @@ struct CodebookTable {
   static constexpr int kBytes = 0;
   __device__ static const void* data() { return nullptr; }
 };
-#define LOWBIT_CODEBOOK_TABLE(Tag, Array, Size, Word)                      \
-  template <>                                                              \
-  struct CodebookTable<Codebook::Tag> {                                    \
-    using Entry = Word;                                                    \
-    static constexpr int kEntries = (Size);                                \
-    static constexpr int kBytes = (Size) * static_cast<int>(sizeof(Word)); \
-    __device__ static const Entry* data() { return Array; }                \
+#define LOWBIT_CODEBOOK_TABLE(Tag, Array, Size, Word)                           \
+  template <>                                                                   \
+  struct CodebookTable<Codebook::Tag> {                                         \
+    using Entry = Word;                                                         \
+    static constexpr int kEntries = (Size);                                     \
+    static constexpr int kBytes = (Size) * static_cast<int>(sizeof(Word));      \
+    static_assert(kBytes == codebook_bytes(Codebook::Tag), "codebook_sizes.h"); \
+    __device__ static const Entry* data() { return Array; }                     \
   };
 LOWBIT_CODEBOOK_TABLE(kIq2xxs, kIq2xxsGridDevice, LOWBIT_IQ2XXS_GRID_SIZE, uint64_t)
 LOWBIT_CODEBOOK_TABLE(kIq2xs, kIq2xsGridDevice, LOWBIT_IQ2XS_GRID_SIZE, uint64_t)
@@ -86,14 +88,8 @@ __device__ __forceinline__ Codebooks shared_codebooks(uint8_t* shared) {
   return codebooks_at<kBook>(shared);
 }
 
-// The int8 kernels' decode table: the format's grid, except IQ1 whose ternary rows are packed
-// to nibbles (pack_ternary_row: half the bytes of the int8 rows). Bytes, and the block-wide
-// build into `shared` (caller syncs).
-template <class Traits>
-inline constexpr int kInt8TableBytes =
-    Traits::kCodebook == Codebook::kIq1s ? LOWBIT_IQ1S_GRID_SIZE * 4 : CodebookTable<Traits::kCodebook>::kBytes;
-static_assert(LOWBIT_IQ1S_GRID_SIZE * 4 % 16 == 0, "the packed IQ1 table is whole 16-byte words");
-
+// The int8 kernels' decode table (kInt8TableBytes, codebook_sizes.h), built by the whole block
+// into `shared` (caller syncs).
 template <class Traits>
 __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
   if constexpr (Traits::kCodebook == Codebook::kIq1s) {
@@ -108,24 +104,6 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
     return shared_codebooks<Traits::kCodebook>(shared);
   }
 }
-
-// The lane kernel's decode table: kGridCopies<Traits> interleaved copies of each grid entry (entry
-// i, copy c at i * copies + c), each lane reading copy lane % copies (GridRef). A warp's 32 lanes
-// look up random entries at once; from one copy they collide in shared-memory banks (about 3.5
-// wavefronts per lookup for 32 random 4-byte entries), from their own copies they do not (32
-// copies of 4-byte entries, 16 of 8-byte ones: a bank per lane). Capped near 64 KB of shared
-// memory. IQ1 keeps one copy: 8 copies of its packed rows (built one row per thread) measured no
-// faster (NOTES.md, f675193).
-template <class Traits>
-inline constexpr int kGridCopies = [] {
-  constexpr Codebook kBook = Traits::kCodebook;
-  constexpr int bytes = CodebookTable<kBook>::kBytes;
-  if (bytes == 0 || kBook == Codebook::kIq1s) return 1;
-  constexpr int entry = kBook == Codebook::kIq3xxs || kBook == Codebook::kIq3s ? 4 : 8;
-  int copies = 128 / entry;
-  while (copies > 1 && bytes * copies > 64 * 1024) copies /= 2;
-  return copies;
-}();
 
 // int8_codebooks with kGridCopies<Traits> copies of the grid, built by the whole block in 16-byte
 // stores of consecutive copies (caller syncs); this lane reads copy lane % copies.

@@ -1,6 +1,5 @@
 // Kernel instantiations for the iq1 family (one translation unit per family keeps builds parallel).
-#include "cuda/dequant_kernel.cuh"
-#include "cuda/mmvq_int8_kernel.cuh"
+#include "cuda/instances/instantiate.h"
 
 namespace lowbit::cuda_detail {
 LOWBIT_INSTANTIATE_KERNELS(IQ1_S)

@@ -1,6 +1,6 @@
 // MMVQ of one to four tokens on dp4a: each thread owns whole 32-weight sub-blocks.
 //
-// With one or two tokens the tensor-core MMVQ (mmvq_int8_kernel.cuh) spends most of its
+// With one or two tokens the tensor-core MMVQ (int8_kernel.cuh) spends most of its
 // instructions moving weights through shared memory and filling mma columns that the tokens leave
 // empty; the decode is the only work they need. Here a team of one or two warps works on one or
 // two rows at a time over the whole K (lane_shape, per format): thread i of the team takes
@@ -24,117 +24,14 @@
 // b takes row groups b * teams + t, then every gridDim.x * teams further.
 #pragma once
 
-#include "cuda/int8_activations.cuh"
-#include "cuda/mmvq_kernel.cuh"
+#include "cuda/common/device_codebooks.cuh"
+#include "cuda/common/int8_activations.cuh"
+#include "cuda/common/ptx.cuh"
+#include "cuda/mmvq/mmvq_args.h"
+#include "cuda/mmvq/mmvq_tiling.h"
+#include "cuda/mmvq/row_pipeline.cuh"
 
 namespace lowbit::cuda_detail {
-
-// How the lane kernel runs a format for `tokens` tokens: a team of team_warps warps works on
-// `rows` rows at a time, splitting K (thread i of the team takes sub-blocks i, i + 32 team_warps,
-// ...); with `pairs` a thread takes two sub-blocks per step so that their loads are in flight
-// together. rows == 0: the tensor-core kernel is faster there. Measured on the H200 at N = 4096,
-// K = 14336 (benchmarks/NOTES.md, "dp4a lanes with the activations quantized in the kernel"):
-// two rows per team of two warps for every format but IQ4_XS (one row per warp, in pairs: at two
-// tokens 14.0-15.4 us against 15.1-15.9 for two rows per two warps); pairs for IQ1_S, IQ1_M,
-// IQ2_XXS, IQ2_XS, IQ2_S and IQ3_XXS at one token (and IQ3_S where it reads words), IQ2_XXS and
-// IQ2_XS at two; IQ3_S and Q8_0 at two tokens stay on tensor cores. Three or four tokens (the
-// kernel of four): one row per warp, 1.01-1.25x faster than the tensor cores for every I-quant and
-// Q5_0 (twelfth session; 8-byte activation reads of the swizzled codes, which meet 2-way bank
-// conflicts, had made them 1.1-1.5x slower).
-struct LaneShape {
-  int rows;
-  int team_warps;
-  bool pairs;
-  bool whole_sub = true;     // decode through the format's whole-sub-block read where it has one
-  bool split_signs = false;  // one token, grid formats (grid_i8): signs as a second dp4a
-  // Without pairs, the per-round prefetch through a select instead of a branch: a branch can have
-  // ptxas rebuild the row pointers for the prefetch each round (SASS: IQ4_NL 187 -> 168, IQ1_M at
-  // two tokens 315 -> 292 instructions per round), but only IQ1_M at two tokens measured faster
-  // (16.4 -> 15.4-15.8 us; IQ4_NL within +-0.1, IQ3_S at one token +0.3).
-  bool select_prefetch = false;
-  // How many rounds past a step's first round the thread's lines are started into L2 (0: none).
-  // With pairs, 1 is the pair's second sub-block (whose load follows at once: ptxas issues both
-  // sub-blocks' loads first), 2 the next pair's first. At one token (A/B, benchmarks/NOTES.md,
-  // tenth session): none for IQ4_XS (11.3 -> 10.9-11.0 us in three calls), IQ4_NL (12.7 ->
-  // 12.4-12.6), whose loops lose 6 and 28 instructions, and IQ1_M (-0.3 in one call, equal in the
-  // next); the next pair for IQ2_XXS (11.3 -> 10.9), IQ2_XS (11.7 -> 11.4), IQ2_S (14.3 -> 14.0)
-  // and IQ1_S (-0.2, then +0.1: within the spread); IQ3_S keeps the next round (none: 17.3 ->
-  // 18.4; where it reads words, in pairs, the next pair), IQ3_XXS the pair's second sub-block.
-  int prefetch_ahead = 1;
-  // Read the blocks as aligned words (HasLaneWords, mmvq_lane_kernel's kWords) where the format
-  // has them and the weight's rows allow. A/B at one token (benchmarks/NOTES.md, eleventh
-  // session): iq3_xxs 14.8 -> 13.4 us, iq2_s 14.0 -> 12.6, iq1_s 11.3 -> 10.0, iq4_nl 12.6 -> 11.4,
-  // iq3_s 17.8 -> 17.3, iq2_xxs 11.3 -> 11.1, iq1_m 12.2 -> 11.4; at two tokens iq3_xxs 17.5 ->
-  // 16.2, iq1_s 13.8 -> 12.4, iq1_m 15.7 -> 14.0, but iq2_s 16.7 -> 17.3 (off there). IQ2_XS has
-  // none (12.5 against 11.7: its halfword codes need no realignment, and the extraction cost more
-  // than the four loads it saved).
-  bool words = true;
-};
-
-// `words`: the shape of the kernel that reads the blocks as aligned words (LaneShape.words); the
-// kernel for rows that do not allow them (mmvq_lane_kernel's kWords false) may step differently,
-// with the same rows and teams.
-template <class Traits>
-constexpr LaneShape lane_shape(int tokens, bool words = true) {
-  constexpr QuantType t = Traits::kType;
-  // (IQ3_XXS: without pairs ptxas spills 128 bytes in the loop, 26.7 us against 18)
-  constexpr bool grids = t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS || t == QuantType::IQ2_S ||
-                         t == QuantType::IQ1_S || t == QuantType::IQ1_M || t == QuantType::IQ3_XXS;
-  if (tokens == 1) {
-    // (IQ3_XXS with the next pair: the guard made ptxas spill 60 bytes; it measured only -0.2 us)
-    const int ahead = t == QuantType::IQ4_XS || t == QuantType::IQ4_NL || t == QuantType::IQ1_M ? 0
-                      : grids && t != QuantType::IQ3_XXS                                        ? 2
-                                                                                                : 1;
-    // 64-bit code reads with the addends: 11.05 -> 10.92 us (0.1 us slower before the addends);
-    // through lane words (8 fewer instructions per pair) 10.77 -> 10.83: not taken
-    if (t == QuantType::IQ4_XS) return {1, 1, true, /*whole_sub=*/true, false, false, ahead, /*words=*/false};
-    // IQ3_S through words in pairs, the next pair prefetched, with split signs: 17.2 -> 14.6 us (split
-    // signs alone 15.5); reading whole blocks ptxas spills 104 bytes in that loop: not there
-    if (t == QuantType::IQ3_S && words) return {2, 2, true, true, /*split_signs=*/true, false, 2};
-    // split signs: iq3_xxs 15.2 -> 14.7 us, iq2_xxs 12.1 -> 11.9; iq2_xs, iq2_s 0.0-0.1 slower
-    return {2, 2, grids, true, /*split_signs=*/t == QuantType::IQ3_XXS || t == QuantType::IQ2_XXS, false, ahead};
-  }
-  if (tokens == 2) {
-    if (t == QuantType::IQ4_XS) return {1, 1, true};  // lane words: 13.95 -> 13.59 us
-    if (t == QuantType::IQ3_S || t == QuantType::Q8_0) return {0, 0, false};
-    if (t == QuantType::IQ1_M) return {2, 2, false, true, false, /*select_prefetch=*/true};
-    if (t == QuantType::IQ2_S) return {2, 2, false, true, false, false, 1, /*words=*/false};
-    return {2, 2, t == QuantType::IQ2_XXS || t == QuantType::IQ2_XS};
-  }
-  if (tokens == 4) {  // (three or four tokens; the activations from the prologue's workspace)
-    // one row per warp, in pairs for IQ4_XS (17.7 -> 17.4 us) and IQ1_M (18.5 -> 18.0); MXFP4 and
-    // Q8_0 stay on tensor cores (26.0 / 27.5 against 22.5 / 24.5), MXFP4_SPLIT unmeasured. IQ4_XS
-    // through lane words: 17.19 -> 17.46 (ptxas spills 8 bytes there): not taken
-    if (t == QuantType::MXFP4 || t == QuantType::Q8_0 || t == QuantType::MXFP4_SPLIT) return {0, 0, false};
-    const bool pairs = t == QuantType::IQ4_XS || t == QuantType::IQ1_M;
-    return {1, 1, pairs, true, false, false, 1, /*words=*/t != QuantType::IQ4_XS};
-  }
-  return {0, 0, false};
-}
-
-inline constexpr int kLaneBlockWarps = 32;  // __launch_bounds__: one block of 1024 threads at 64 registers
-
-template <class Traits>
-struct MmvqLaneTiling {
-  static_assert(Traits::kI8ScaleElems == 32 || Traits::kI8Order == I8Order::kContiguous,
-                "16-weight scales: groups 0, 1 of a sub-block are its first 16 weights");
-  static constexpr int kSubsPerBlock = Traits::kBlockElems / 32;
-  static_assert(32 % kSubsPerBlock == 0, "a lane keeps its sub-block of the format block across rounds");
-  static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;                   // 1, or 2 (16-weight scales)
-  static constexpr int kTableBytes = kInt8TableBytes<Traits> * kGridCopies<Traits>;  // whole 16-byte words
-  // bytes a warp's round advances its pointers by (whole format blocks)
-  static constexpr int64_t kStepBytes = 32 / kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
-  // The table, then the activation codes [tokens][K] (each sub-block's two 16-byte halves swapped
-  // in every other run of four sub-blocks, so that eight lanes' 16-byte reads of consecutive
-  // sub-blocks meet 32 distinct banks), then their scales [K / 32][tokens].
-  // Last, the partial sums of teams of several warps (two sets each), for lane_shape(kTokens).
-  template <int kTokens>
-  static constexpr int64_t smem_bytes(int64_t k, int teams) {
-    constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
-    constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows * kTokens : 0;
-    return kTableBytes + kTokens * k + k / 32 * kTokens * 4 + teams * kPartials * 4;
-  }
-};
 
 // Byte offset of the 16-byte half `half` of sub-block j in a token's codes (see MmvqLaneTiling).
 __device__ __forceinline__ int lane_code_offset(int j, int half) {
@@ -229,10 +126,10 @@ struct LaneWordsOf<Traits, std::void_t<typename Traits::LaneWords>> {
   using type = typename Traits::LaneWords;
 };
 
-// kTokens (1, 2, or 4 for M = 3, 4) >= M; the shape is lane_shape<Traits>(kTokens, kWords). kWords: the format's blocks
-// are read as aligned words (HasLaneWords; the launch checks that the row's blocks pair into
-// 4-byte-aligned spans): IQ4_NL M=1 12.58 -> 11.42 us, M=2 14.97 -> 14.55 (five word loads per
-// block instead of nine halfword ones).
+// kTokens (1, 2, or 4 for M = 3, 4) >= M; the shape is lane_shape<Traits>(kTokens, kWords) (the
+// tuning table, tuning/sm90.h). kWords: the format's blocks are read as aligned words
+// (HasLaneWords; the launch checks that the row's blocks pair into 4-byte-aligned spans): fewer
+// load instructions per block (benchmarks/NOTES.md, "blocks read as aligned words").
 template <class Traits, class Act, int kTokens, bool kWords = false>
 __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(MmvqArgs a) {
   using Tl = MmvqLaneTiling<Traits>;
@@ -252,9 +149,9 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   static_assert(!kShape.select_prefetch || kAhead == 1, "the select form prefetches the next round");
   static_assert(!kSplitSigns || (kTokens == 1 && HasGridI8<Traits>::value), "split signs: one token, grid formats");
   // One token, formats with addends (IQ4_NL, IQ4_XS through nibble_lookup_addends): four dp4a per
-  // group instead of two, and a third fewer integer-ALU instructions to form the bytes (iq4_xs
-  // 11.9 -> 11.3 us, iq4_nl 13.0 -> 12.7); IQ4_XS's through its 64-bit code reads where the shape
-  // asks for whole sub-blocks (kWideAddends). Not at two tokens, where each word would feed four dp4a.
+  // group instead of two, and a third fewer integer-ALU instructions to form the bytes (NOTES.md,
+  // "IQ4 lookups as addends"); IQ4_XS's through its 64-bit code reads where the shape asks for
+  // whole sub-blocks (kWideAddends). Not at two tokens, where each word would feed four dp4a.
   constexpr bool kAddends = kTokens == 1 && HasI8Addends<Traits>::value;
   constexpr bool kWideAddends = kAddends && kShape.whole_sub && HasWholeSubAddends<Traits>::value;
   constexpr int kTeamThreads = 32 * kTeamWarps;

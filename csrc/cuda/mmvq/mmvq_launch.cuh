@@ -1,0 +1,107 @@
+// The MMVQ launchers: the pass a plan describes (MmvqConfig, planned by src/mmvq_policy.cpp from
+// mmvq_tiling.h) runs its kernel here, with the int8 prologue where the plan asks for it.
+#pragma once
+
+#include "cuda/common/int8_activations.cuh"
+#include "cuda/common/launch.h"
+#include "cuda/mmvq/bf16_kernel.cuh"
+#include "cuda/mmvq/int8_kernel.cuh"
+#include "cuda/mmvq/lane_kernel.cuh"
+#include "cuda/mmvq/mmvq_args.h"
+#include "lowbit/cuda_limits.h"
+#include "lowbit/error.h"
+
+namespace lowbit::cuda_detail {
+
+// Quantizes the activations into a.xq / a.xs: the int8 prologue that every tensor-core int8 MMVQ
+// kernel and the dp4a kernel of four tokens read.
+template <class Traits, class Act>
+void launch_int8_prologue(const MmvqArgs& a, cudaStream_t stream) {
+  LOWBIT_CHECK(a.xq != nullptr && a.xs != nullptr,
+               "mmvq: the int8 prologue runs without its activation workspace (route mismatch)");
+  const int64_t threads = a.k;  // 8 tokens x K / 8 groups
+  constexpr auto kernel = &quantize_activations_kernel<Act, Traits::kI8Order>;
+  launch_programmatic<kernel>(static_cast<unsigned>((threads + 255) / 256), 256, 0, stream, "mmvq (int8 activations)",
+                              a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
+}
+
+// Launches the prologue and the int8 MMVQ on the plan's grid (warps = threads / 32 > 0).
+template <class Traits, class Act, int kMaxTokens>
+void launch_mmvq_int8_as(const MmvqArgs& a, const MmvqConfig& config, cudaStream_t stream) {
+  using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
+  static_assert(Traits::kI8ScaleElems == 32 || (Traits::kI8Order == I8Order::kContiguous && Tl::kBlocksPerUnit == 1),
+                "16-weight scales: lanes t < 2 must hold the first half of a sub-block of a 256-weight block");
+  constexpr auto kernel = &mmvq_int8_kernel<Traits, Act, kMaxTokens>;
+  const DeviceLimits& limits = current_device_limits();
+  const int smem_max = Tl::smem_bytes(Tl::kMaxWarps) < limits.shared_per_block_optin ? Tl::smem_bytes(Tl::kMaxWarps)
+                                                                                     : limits.shared_per_block_optin;
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), smem_max, "mmvq (int8)");  // once, for any warps
+  launch_int8_prologue<Traits, Act>(a, stream);
+  launch_programmatic<kernel>(config.blocks, config.threads, config.shared_bytes, stream, "mmvq (int8)", a);
+}
+
+// Whether mmvq_lane_kernel can read a weight's blocks as aligned words (kWords): rows 4-byte
+// aligned, and where blocks are 2 mod 4 bytes long an even number of them per row (so that they
+// pair into 4-byte-aligned spans). The data pointer is 16-byte aligned (cuda::mmvq checks it).
+template <class Traits>
+bool blocks_pair_aligned(const MmvqArgs& a) {
+  const bool paired = Traits::kBlockBytes % 4 == 0 || (a.k / Traits::kBlockElems) % 2 == 0;
+  return paired && a.w_row_stride % 4 == 0;
+}
+
+template <auto kKernel>
+void launch_lane_kernel(const MmvqArgs& a, const MmvqConfig& config, cudaStream_t stream) {
+  // above the default 48 KB only: then whatever K a later call brings fits the one setting
+  if (config.shared_bytes > 48 * 1024)
+    configure_shared_memory(reinterpret_cast<const void*>(kKernel), current_device_limits().shared_per_block_optin,
+                            "mmvq (int8 lanes)");
+  launch_programmatic<kKernel>(config.blocks, config.threads, config.shared_bytes, stream, "mmvq (int8 lanes)", a);
+}
+
+template <class Traits, class Act, int kTokens>
+void launch_mmvq_lane_as(const MmvqArgs& a, const MmvqConfig& config, cudaStream_t stream) {
+  if constexpr (kTokens > 2) launch_int8_prologue<Traits, Act>(a, stream);
+  if constexpr (HasLaneWords<Traits>::value && lane_shape<Traits>(kTokens).words) {
+    if (blocks_pair_aligned<Traits>(a))
+      return launch_lane_kernel<&mmvq_lane_kernel<Traits, Act, kTokens, true>>(a, config, stream);
+  }
+  launch_lane_kernel<&mmvq_lane_kernel<Traits, Act, kTokens>>(a, config, stream);
+}
+
+template <QuantType T>
+void launch_mmvq(const MmvqArgs& a, FloatType act_type, const MmvqConfig& config, cudaStream_t stream) {
+  using Traits = FormatTraits<T>;
+  auto run = [&](auto act) {
+    using Act = decltype(act);
+    if constexpr (HasInt8<Traits>::value) {
+      if (config.kernel == MmvqKernel::kDp4a) {
+        if constexpr (lane_shape<Traits>(1).rows > 0)
+          if (config.kernel_tokens == 1) return launch_mmvq_lane_as<Traits, Act, 1>(a, config, stream);
+        if constexpr (lane_shape<Traits>(2).rows > 0)
+          if (config.kernel_tokens == 2) return launch_mmvq_lane_as<Traits, Act, 2>(a, config, stream);
+        if constexpr (lane_shape<Traits>(4).rows > 0)
+          if (config.kernel_tokens == 4) return launch_mmvq_lane_as<Traits, Act, 4>(a, config, stream);
+      }
+      if (config.kernel == MmvqKernel::kInt8TensorCores) {
+        if (config.kernel_tokens == 1) return launch_mmvq_int8_as<Traits, Act, 1>(a, config, stream);
+        if (config.kernel_tokens == 2) return launch_mmvq_int8_as<Traits, Act, 2>(a, config, stream);
+        if (config.kernel_tokens == 4) return launch_mmvq_int8_as<Traits, Act, 4>(a, config, stream);
+        if (config.kernel_tokens == 8) return launch_mmvq_int8_as<Traits, Act, 8>(a, config, stream);
+      }
+    }
+    LOWBIT_CHECK(config.kernel == MmvqKernel::kBf16TensorCores, "plan: ", mmvq_kernel_name(config.kernel), " MMVQ of ",
+                 config.kernel_tokens, " tokens does not exist for ", type_name(T));
+    if (config.kernel_tokens <= 8) return launch_mmvq_tiles<Traits, 1, Act>(a, stream);
+    return launch_mmvq_tiles<Traits, 2, Act>(a, stream);
+  };
+  switch (act_type) {
+    case FloatType::F32:
+      return run(float{});
+    case FloatType::BF16:
+      return run(__nv_bfloat16{});
+    case FloatType::F16:
+      return run(__half{});
+  }
+}
+
+}  // namespace lowbit::cuda_detail

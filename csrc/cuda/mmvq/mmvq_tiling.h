@@ -1,0 +1,154 @@
+// The MMVQ kernels' tilings and shared-memory footprints, and the launch shapes that follow from
+// them on a device: plain constexpr C++ that the kernels (mmvq/*.cuh) compile against and the
+// planner (src/mmvq_policy.cpp) evaluates, so that a plan's launch shape is the kernels' own.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/common/codebook_sizes.h"
+#include "cuda/tuning/tuning.h"
+#include "lowbit/dispatch.h"
+#include "lowbit/formats/all.h"
+
+namespace lowbit::cuda_detail {
+
+using tuning::LaneShape;
+
+// The lane kernel's shape for a format (tuning/tuning.h): `words` selects the row of the kernel
+// that reads the blocks as aligned words; the other may step differently, with the same rows and
+// teams.
+template <class Traits>
+constexpr LaneShape lane_shape(int tokens, bool words = true) {
+  return tuning::lane_shape(Traits::kType, tokens, words);
+}
+
+// The bf16 tensor-core MMVQ (mmvq/bf16_kernel.cuh) and the weight staging it shares with the int8
+// kernel: a block owns 16 rows, its warps split K into 256-weight units streamed through rings.
+template <class Traits>
+struct MmvqTiling {
+  static constexpr int kRows = 16;
+  static constexpr int kUnitElems = 256;
+  static constexpr int kBlocksPerUnit = kUnitElems / Traits::kBlockElems;
+  static constexpr int kUnitBytes = kBlocksPerUnit * Traits::kBlockBytes;
+  // The 16-byte-aligned span holding a unit reaches at most 15 bytes past either end. Lanes read
+  // rows g = 0..7 of a stage at once: an odd number of 16-byte pieces per row puts the eight rows
+  // in eight different bank groups (an even count gave 2- to 8-way conflicts, e.g. IQ3_XXS).
+  static constexpr int kSpanPieces = (kUnitBytes + 30 + 15) / 16;
+  static constexpr int kSpanBytes = 16 * (kSpanPieces | 1);
+  static constexpr int kChunks = kSpanBytes / 16;
+  static constexpr int kStageBytes = kRows * kSpanBytes;
+  static constexpr int kStages = kStageBytes <= 3072 ? 3 : 2;
+  static constexpr int kWarpBytes = kStages * kStageBytes;
+  // Warps (K slices) per 16-row tile: an N = 4096 layer is 256 blocks, all resident at two blocks
+  // per SM (<= 128 registers per thread). 16 warps at <= 64 registers was measured slower.
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kCodebookBytes = codebook_bytes(Traits::kCodebook);
+  static constexpr int reduce_bytes(int tiles) { return kWarps * tiles * 4 * 32 * 4; }
+  static constexpr int smem_bytes(int tiles) {
+    const int staging = kWarps * kWarpBytes;
+    return kCodebookBytes + (staging > reduce_bytes(tiles) ? staging : reduce_bytes(tiles));
+  }
+};
+
+// The int8 tensor-core MMVQ (mmvq/int8_kernel.cuh).
+template <class Traits, int kMaxTokens>
+struct MmvqInt8Tiling : MmvqTiling<Traits> {
+  using Base = MmvqTiling<Traits>;
+  static constexpr int kTableBytes = kInt8TableBytes<Traits>;
+  // Two stages per warp: with up to 14 warps per block (two blocks per SM), a unit takes a warp
+  // longer than a DRAM round trip, so one unit in flight suffices (and fits shared memory).
+  // A stage holds the 16 rows' bytes, then the unit's int8 activations [token][256] and its
+  // activation scales [sub-block][8 tokens].
+  static constexpr int kStages = 2;
+  static constexpr int kActBytes = kMaxTokens * 256;
+  static constexpr int kSlotBytes = Base::kStageBytes + kActBytes + 256;
+  static constexpr int kWarpBytes = kStages * kSlotBytes;
+  static constexpr int kMaxWarps = 14;  // __launch_bounds__: two blocks of 448 threads at <= 72 registers
+  static constexpr int smem_bytes(int warps) {
+    return kTableBytes + (warps * kWarpBytes > warps * 512 ? warps * kWarpBytes : warps * 512);
+  }
+};
+
+inline constexpr int kLaneBlockWarps = 32;  // __launch_bounds__: one block of 1024 threads at 64 registers
+
+// The dp4a lane MMVQ (mmvq/lane_kernel.cuh).
+template <class Traits>
+struct MmvqLaneTiling {
+  static_assert(Traits::kI8ScaleElems == 32 || Traits::kI8Order == I8Order::kContiguous,
+                "16-weight scales: groups 0, 1 of a sub-block are its first 16 weights");
+  static constexpr int kSubsPerBlock = Traits::kBlockElems / 32;
+  static_assert(32 % kSubsPerBlock == 0, "a lane keeps its sub-block of the format block across rounds");
+  static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;                   // 1, or 2 (16-weight scales)
+  static constexpr int kTableBytes = kInt8TableBytes<Traits> * kGridCopies<Traits>;  // whole 16-byte words
+  // bytes a warp's round advances its pointers by (whole format blocks)
+  static constexpr int64_t kStepBytes = 32 / kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
+  // The table, then the activation codes [tokens][K] (each sub-block's two 16-byte halves swapped
+  // in every other run of four sub-blocks, so that eight lanes' 16-byte reads of consecutive
+  // sub-blocks meet 32 distinct banks), then their scales [K / 32][tokens].
+  // Last, the partial sums of teams of several warps (two sets each), for lane_shape(kTokens).
+  template <int kTokens>
+  static constexpr int64_t smem_bytes(int64_t k, int teams) {
+    constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
+    constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows * kTokens : 0;
+    return kTableBytes + kTokens * k + k / 32 * kTokens * 4 + teams * kPartials * 4;
+  }
+};
+
+// Shared memory a device offers, from its facts (0 where unknown: the pre-Volta default).
+inline int shared_per_block(const DeviceFacts& d) {
+  return d.shared_per_block_optin > 0 ? d.shared_per_block_optin : 48 * 1024;
+}
+inline int shared_per_sm(const DeviceFacts& d) {
+  return d.shared_per_sm > 0 ? d.shared_per_sm : 96 * 1024;
+}
+
+// K slices per 16-row tile of the int8 kernel: as few units per warp as possible (the block's
+// makespan), then as few warps as reach it, within `budget` bytes of shared memory per block.
+// K = 14336 (56 units) on an H200: 14 warps of 4 units. 0 when not even one warp fits.
+template <class Tl>
+int int8_warps_per_tile(int64_t k, int budget) {
+  const int units = static_cast<int>((k + Tl::kUnitElems - 1) / Tl::kUnitElems);
+  int best = 0;
+  for (int w = 1; w <= Tl::kMaxWarps && Tl::smem_bytes(w) <= budget; ++w)
+    if (best == 0 || (units + w - 1) / w < (units + best - 1) / best) best = w;
+  return best;
+}
+
+// Warps per tile of the int8 tensor-core MMVQ for K on this device: two blocks per SM where they
+// fit (the SM's memory less 1 KB per block), else one; 0 where not even one warp's ring fits.
+template <class Traits, int kMaxTokens>
+int int8_mma_warps(int64_t k, const DeviceFacts& device) {
+  using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
+  const int warps = int8_warps_per_tile<Tl>(k, shared_per_sm(device) / 2 - 1024);
+  return warps >= 4 ? warps : int8_warps_per_tile<Tl>(k, shared_per_block(device));
+}
+
+// The lane kernel's grid for N x K and kTokens tokens on this device: one block per SM (fewer
+// where the row groups are fewer), teams per block the fewest that cover the groups; fits is
+// false where a block's shared memory cannot hold the activations.
+struct LaneGrid {
+  bool fits;
+  unsigned blocks;
+  int threads;
+  int smem;
+};
+template <class Traits, int kTokens>
+LaneGrid lane_grid(int64_t n, int64_t k, const DeviceFacts& device) {
+  using Tl = MmvqLaneTiling<Traits>;
+  constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
+  constexpr int kMaxTeams = kLaneBlockWarps / kShape.team_warps;
+  const int64_t groups = (n + kShape.rows - 1) / kShape.rows;
+  const int64_t sms = device.multiprocessors > 0 ? device.multiprocessors : 1;
+  int64_t teams = (groups + sms - 1) / sms;
+  teams = teams < 1 ? 1 : (teams > kMaxTeams ? kMaxTeams : teams);
+  const int64_t smem = Tl::template smem_bytes<kTokens>(k, static_cast<int>(teams));
+  // Blocks beyond one per SM would wait for a second wave (teams then loop over the groups): with
+  // fewer teams than the most a block takes, the blocks are fewer than the SMs anyway, and with
+  // the most (1024 threads at 64 registers: a whole register file) one block fills an SM.
+  const int64_t need = (groups + teams - 1) / teams;
+  return {smem <= shared_per_block(device), static_cast<unsigned>(need < sms ? need : sms),
+          static_cast<int>(32 * kShape.team_warps * teams), static_cast<int>(smem)};
+}
+
+}  // namespace lowbit::cuda_detail

@@ -1,0 +1,88 @@
+// Tuning measured on sm_90 (H200): the dp4a lane MMVQ's shape per type and token count, the
+// dequantize kernel's groups per thread, and the dense dispatcher's MMVQ limit. Each row says
+// where it was measured; the timings behind it are in benchmarks/NOTES.md (the section named in
+// its comment). Architectures never measured run these rows (tuning/tuning.h).
+#pragma once
+
+#include "cuda/tuning/tuning_types.h"
+
+namespace lowbit::tuning::sm90 {
+
+// N = 4096, K = 14336 A/B runs of the lane MMVQ (benchmarks/NOTES.md, "dp4a lanes ..." sections).
+inline constexpr Provenance kOneToken{"H200", "0dd33f8", "2026-11-29"};   // prefetch 77386ae, split signs 7b0fc23
+inline constexpr Provenance kTwoTokens{"H200", "9c32f8d", "2026-11-30"};  // select prefetch 2bfc9cc
+inline constexpr Provenance kFourTokens{"H200", "6a6b582", "2026-11-30"};
+inline constexpr Provenance kDequant20261129{"H200", "fd44737", "2026-11-29"};  // one group: f712dc3
+inline constexpr Provenance kDense20261129{"H200", "02d83ef", "2026-11-29"};
+
+using Q = QuantType;
+using W = WordsKernel;
+
+// LaneShape fields: rows, team_warps, pairs, whole_sub, split_signs, select_prefetch,
+// prefetch_ahead, words. Per (type, tokens) the first matching row applies; none: tensor cores.
+inline constexpr LaneRow kLaneRows[] = {
+    // One token. Pairs where ptxas keeps the loop unspilled and the grid formats gain (IQ3_XXS
+    // spills without them); prefetch: none for IQ4_XS, IQ4_NL, IQ1_M, the next pair for the grid
+    // formats, the pair's second sub-block for IQ3_XXS (NOTES.md, "prefetch ahead").
+    {Q::IQ4_XS, 1, W::kBoth, {1, 1, true, true, false, false, 0, /*words=*/false}, &kOneToken},
+    {Q::IQ4_NL, 1, W::kBoth, {2, 2, false, true, false, false, 0}, &kOneToken},
+    {Q::IQ1_M, 1, W::kBoth, {2, 2, true, true, false, false, 0}, &kOneToken},
+    {Q::IQ1_S, 1, W::kBoth, {2, 2, true, true, false, false, 2}, &kOneToken},
+    // split signs (NOTES.md, "split signs"): IQ2_XXS and IQ3_XXS gain, IQ2_XS and IQ2_S do not
+    {Q::IQ2_XXS, 1, W::kBoth, {2, 2, true, true, true, false, 2}, &kOneToken},
+    {Q::IQ2_XS, 1, W::kBoth, {2, 2, true, true, false, false, 2}, &kOneToken},
+    {Q::IQ2_S, 1, W::kBoth, {2, 2, true, true, false, false, 2}, &kOneToken},
+    {Q::IQ3_XXS, 1, W::kBoth, {2, 2, true, true, true, false, 1}, &kOneToken},
+    // IQ3_S through words in pairs with split signs (NOTES.md, "IQ3_S steps"); from bytes the
+    // plain shape (whole blocks in pairs spilled)
+    {Q::IQ3_S, 1, W::kWordsOnly, {2, 2, true, true, true, false, 2}, &kOneToken},
+    {kAnyType, 1, W::kBoth, {2, 2, false, true, false, false, 1}, &kOneToken},
+    // Two tokens: IQ3_S and Q8_0 stay on tensor cores; IQ4_XS one row per warp in pairs
+    {Q::IQ4_XS, 2, W::kBoth, {1, 1, true}, &kTwoTokens},
+    {Q::IQ3_S, 2, W::kBoth, {0, 0, false}, &kTwoTokens},
+    {Q::Q8_0, 2, W::kBoth, {0, 0, false}, &kTwoTokens},
+    {Q::IQ1_M, 2, W::kBoth, {2, 2, false, true, false, /*select_prefetch=*/true}, &kTwoTokens},
+    {Q::IQ2_S, 2, W::kBoth, {2, 2, false, true, false, false, 1, /*words=*/false}, &kTwoTokens},
+    {Q::IQ2_XXS, 2, W::kBoth, {2, 2, true}, &kTwoTokens},
+    {Q::IQ2_XS, 2, W::kBoth, {2, 2, true}, &kTwoTokens},
+    {kAnyType, 2, W::kBoth, {2, 2, false}, &kTwoTokens},
+    // Three or four tokens (activations from the prologue): one row per warp; MXFP4 and Q8_0 stay
+    // on tensor cores (MXFP4_SPLIT unmeasured, with them); IQ4_XS without lane words (it spills)
+    {Q::MXFP4, 4, W::kBoth, {0, 0, false}, &kFourTokens},
+    {Q::Q8_0, 4, W::kBoth, {0, 0, false}, &kFourTokens},
+    {Q::MXFP4_SPLIT, 4, W::kBoth, {0, 0, false}, nullptr},
+    {Q::IQ4_XS, 4, W::kBoth, {1, 1, true, true, false, false, 1, /*words=*/false}, &kFourTokens},
+    {Q::IQ1_M, 4, W::kBoth, {1, 1, true}, &kFourTokens},
+    {kAnyType, 4, W::kBoth, {1, 1, false}, &kFourTokens},
+};
+
+// One group per thread where two groups of a block share nothing worth building once (or the
+// int8 form's stores fill whole sectors); two elsewhere (NOTES.md, "dequantize").
+inline constexpr DequantRow kDequantRows[] = {
+    {Q::IQ4_XS, 1, /*via_int8=*/true, &kDequant20261129},
+    {Q::IQ4_NL, 1, /*via_int8=*/true, &kDequant20261129},
+    {Q::MXFP8_E4M3, 1, false, &kDequant20261129},
+    {Q::Q8_0, 1, false, &kDequant20261129},
+    {Q::IQ1_S, 1, false, &kDequant20261129},
+    {Q::IQ3_XXS, 1, false, &kDequant20261129},
+    {Q::IQ2_XXS, 1, false, &kDequant20261129},
+    {kAnyType, 2, false, &kDequant20261129},
+};
+
+// One MMVQ pass beats dequantize + cuBLAS by 2.1-2.8x at M = 16 and two passes by 1.06-1.53x at
+// M = 24 and 32 for every type; three passes would lose (dense-20261129-02d83ef.csv).
+inline constexpr MmvqLimitRow kMmvqLimitRows[] = {
+    {9, kAnyType, 32, &kDense20261129},
+};
+
+inline constexpr Provenance kMmq20261201{"H200", "686ba1c", "2026-12-01"};
+
+// MMQ against MMVQ and dequantize + cuBLAS, N=4096 K=14336, the nine I-quants
+// (mmq-20261201-*.csv): MMVQ stays ahead up to 16 tokens (iq4_xs 36 vs 44 us), MMQ leads from 17
+// (iq4_xs M=32 50 vs 71 us) to 128 tokens (74 vs 80 us); at 512 the two tie and from 2048
+// dequantize + cuBLAS leads. 129 to 511 tokens were not measured: cuBLAS keeps them.
+inline constexpr MmqRangeRow kMmqRangeRows[] = {
+    {9, 17, 128, &kMmq20261201},
+};
+
+}  // namespace lowbit::tuning::sm90

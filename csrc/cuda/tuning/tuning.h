@@ -1,0 +1,47 @@
+// The tuning the kernels and the planner read: per (type, token count) shapes and the dispatcher's
+// limits, looked up in the architecture's table. Only sm_90 (H200) has been measured; every
+// architecture reads its rows until a table of its own is added here (the kernels then take the
+// architecture as a template argument so that host and device read the same row).
+#pragma once
+
+#include "cuda/tuning/sm90.h"
+
+namespace lowbit::tuning {
+
+// The lane MMVQ's shape for `tokens` tokens of type t, for the kernel reading aligned words or
+// bytes; rows == 0 where the tensor-core kernels serve.
+constexpr LaneShape lane_shape(QuantType t, int tokens, bool words = true) {
+  for (const LaneRow& row : sm90::kLaneRows) {
+    const bool type = row.type == t || row.type == kAnyType;
+    const bool kernel = row.applies == WordsKernel::kBoth || (row.applies == WordsKernel::kWordsOnly) == words;
+    if (type && row.tokens == tokens && kernel) return row.shape;
+  }
+  return {0, 0, false};
+}
+
+constexpr DequantRow dequant_row(QuantType t) {
+  for (const DequantRow& row : sm90::kDequantRows)
+    if (row.type == t || row.type == kAnyType) return row;
+  return {t, 1, false, nullptr};
+}
+
+// Largest M for which MMVQ serves type t on a GPU of this major architecture; `measured` is set
+// to the row's provenance (nullptr: the conservative default of a GPU never measured).
+constexpr int mmvq_max_tokens(QuantType t, int compute_major, const Provenance** measured = nullptr) {
+  for (const MmvqLimitRow& row : sm90::kMmvqLimitRows)
+    if (row.compute_major == compute_major && (row.type == t || row.type == kAnyType)) {
+      if (measured != nullptr) *measured = row.measured;
+      return row.max_tokens;
+    }
+  if (measured != nullptr) *measured = nullptr;
+  return 8;  // not measured: stay where one pass is surely ahead
+}
+
+// Whether MMQ serves M tokens on a GPU of this major architecture that runs its kernels.
+constexpr bool mmq_serves(int64_t m, int compute_major) {
+  for (const MmqRangeRow& row : sm90::kMmqRangeRows)
+    if (row.compute_major == compute_major) return m >= row.min_tokens && m <= row.max_tokens;
+  return false;
+}
+
+}  // namespace lowbit::tuning

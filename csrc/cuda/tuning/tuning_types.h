@@ -1,0 +1,78 @@
+// The rows of the per-architecture tuning tables (tuning/sm90.h, ...): plain constexpr data that
+// the kernels read at compile time and the planner (src/) reads at run time, so that both agree.
+// A row names the weight type it tunes (kAnyType: every type not named before it) and where its
+// numbers were measured (Provenance).
+#pragma once
+
+#include "lowbit/quant_type.h"
+
+namespace lowbit::tuning {
+
+// Where a row's numbers come from: the GPU, the commit measured and the date; the measurements
+// themselves are in benchmarks/NOTES.md and benchmarks/results/.
+struct Provenance {
+  const char* gpu;
+  const char* commit;
+  const char* date;
+};
+
+inline constexpr QuantType kAnyType{0};
+
+// How the dp4a lane MMVQ (mmvq/lane_kernel.cuh) runs a format for `tokens` tokens: a team of
+// team_warps warps works on `rows` rows at a time, splitting K (thread i of the team takes
+// sub-blocks i, i + 32 team_warps, ...). rows == 0: the tensor-core kernel is faster there.
+struct LaneShape {
+  int rows;
+  int team_warps;
+  bool pairs;                // a thread takes two sub-blocks per step, their loads in flight together
+  bool whole_sub = true;     // decode through the format's whole-sub-block read where it has one
+  bool split_signs = false;  // one token, grid formats (grid_i8): signs as a second dp4a
+  // Without pairs, the per-round prefetch through a select instead of a branch (a branch can have
+  // ptxas rebuild the row pointers for the prefetch each round).
+  bool select_prefetch = false;
+  // How many rounds past a step's first round the thread's lines are started into L2 (0: none);
+  // with pairs, 1 is the pair's second sub-block, 2 the next pair's first.
+  int prefetch_ahead = 1;
+  // Read the blocks as aligned words (the format's lane words) where it has them and the rows allow.
+  bool words = true;
+};
+
+// Which of the lane kernel's two instantiations a row applies to: the one reading aligned words
+// (kWords true), the one reading bytes, or both.
+enum class WordsKernel : int { kBoth, kWordsOnly, kBytesOnly };
+
+struct LaneRow {
+  QuantType type;
+  int tokens;  // 1, 2, or 4 (the kernel of three or four tokens)
+  WordsKernel applies;
+  LaneShape shape;
+  const Provenance* measured;
+};
+
+// The dequantize kernel's per-type shape (dequant/dequant_kernel.cuh): groups of eight weights
+// per thread and row (1 or 2, of one block), and whether it decodes through the int8 form.
+struct DequantRow {
+  QuantType type;
+  int groups;
+  bool via_int8;
+  const Provenance* measured;
+};
+
+// The dense dispatcher's MMVQ limit: MMVQ (in passes of kMmvqMaxTokens tokens) beats dequantize +
+// bf16 GEMM up to max_tokens on GPUs of this major architecture (0: any not named before).
+struct MmvqLimitRow {
+  int compute_major;
+  QuantType type;
+  int max_tokens;
+  const Provenance* measured;  // nullptr: not measured, a conservative default
+};
+
+// The dense dispatcher's MMQ range: MMQ beats MMVQ (in passes) and dequantize + bf16 GEMM for
+// min_tokens <= M <= max_tokens on GPUs of this major architecture that run the MMQ kernels.
+struct MmqRangeRow {
+  int compute_major;
+  int min_tokens, max_tokens;
+  const Provenance* measured;
+};
+
+}  // namespace lowbit::tuning

@@ -1,0 +1,63 @@
+"""Compare the SASS of every kernel between two builds of lowbit (e.g. a base commit and a change).
+
+Each build's static library (or object files) is disassembled with `cuobjdump -sass`; per kernel
+(by mangled name) the instructions are normalized (addresses, branch targets, constant-bank offsets
+of kernel parameters and comments dropped) and compared. Prints one line per kernel: identical,
+differs (with instruction counts) or only in one build.
+
+    python tools/sass_compare.py /tmp/base/build90/liblowbit.a build90/liblowbit.a
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+
+FUNCTION = re.compile(r"^\s*Function : (\S+)")
+INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
+# relative branch targets and absolute addresses differ when code moves; they say nothing of speed
+ADDRESS = re.compile(r"0x[0-9a-f]+")
+
+
+def kernels(path: str) -> dict[str, list[str]]:
+    """Mangled kernel name -> its normalized instructions (the last copy wins for duplicates)."""
+    text = subprocess.run(["cuobjdump", "-sass", path], check=True, capture_output=True, text=True).stdout
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        m = FUNCTION.match(line)
+        if m:
+            current = out.setdefault(m.group(1), [])
+            current.clear()
+            continue
+        m = INSTRUCTION.search(line)
+        if m and current is not None:
+            current.append(ADDRESS.sub("ADDR", m.group(1)))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("base", help="library or object of the base build")
+    ap.add_argument("new", help="library or object of the new build")
+    ap.add_argument("--quiet", action="store_true", help="print only kernels that are not identical")
+    args = ap.parse_args()
+    base, new = kernels(args.base), kernels(args.new)
+    differ = 0
+    for name in sorted(set(base) | set(new)):
+        if name not in new or name not in base:
+            differ += 1
+            print(f"only in {'base' if name in base else 'new'}: {name}")
+        elif base[name] != new[name]:
+            differ += 1
+            print(f"differs ({len(base[name])} -> {len(new[name])} instructions): {name}")
+        elif not args.quiet:
+            print(f"identical ({len(new[name])} instructions): {name}")
+    print(f"{len(set(base) | set(new))} kernels, {differ} not identical")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
