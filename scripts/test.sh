@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: style checks (scripts/lint.sh), GoogleTest (ctest) and
-# pytest. GPU tests skip without a GPU.
+# pytest. GPU tests skip without a GPU, each listed with its reason (-rs). The GGUF reference
+# package (gguf-py) is required: without it this fails rather than skipping the strongest checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/lint.sh
 build_dir="${LOWBIT_BUILD_DIR:-build}"
+python3 -c "import gguf.quants" || {
+  echo "gguf-py is missing: the decoders' reference tests need it (pip install gguf==0.19.0)" >&2
+  exit 1
+}
+export LOWBIT_REQUIRE_GGUF=1
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
-PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q tests/python "$@"
+PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q -rs tests/python "$@"

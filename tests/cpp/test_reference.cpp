@@ -66,6 +66,36 @@ TEST(CpuQuantize, Mxfp8CodesAndScales) {
   EXPECT_EQ(scales[0], 128);
 }
 
+// Q8_0 and Q5_0 decoded from their definitions (ggml's block_q8_0 / block_q5_0), apart from
+// the gguf-py comparison: d * q, and d * ((low nibble | fifth bit << 4) - 16) with weight j's
+// nibble the low one of byte j (j < 16) or the high one of byte j - 16, its fifth bit bit j of qh.
+TEST(CpuDequantize, Q8_0AndQ5_0AreTheirDefinitions) {
+  std::mt19937 rng(std::random_device{}());
+  const int64_t rows = 4, k = 32 * 40;
+  for (const QuantType t : {QuantType::Q8_0, QuantType::Q5_0}) {
+    const auto w = random_weight(t, rows, k, rng);
+    std::vector<float> out(rows * k);
+    cpu::dequantize(t, view_of(w, t, k), rows, k, out.data(), FloatType::F32, k);
+    const size_t block_bytes = t == QuantType::Q8_0 ? 34 : 22;
+    for (size_t b = 0; b < w.size() / block_bytes; ++b) {
+      const uint8_t* p = w.data() + b * block_bytes;
+      const float d = fp16_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+      const uint32_t qh = static_cast<uint32_t>(p[2]) | (static_cast<uint32_t>(p[3]) << 8) |
+                          (static_cast<uint32_t>(p[4]) << 16) | (static_cast<uint32_t>(p[5]) << 24);
+      for (int j = 0; j < 32; ++j) {
+        float expected;
+        if (t == QuantType::Q8_0) {
+          expected = d * static_cast<float>(static_cast<int8_t>(p[2 + j]));
+        } else {
+          const int low = j < 16 ? (p[6 + j] & 0xF) : (p[6 + j - 16] >> 4);
+          expected = d * static_cast<float>((low | static_cast<int>(((qh >> j) & 1u) << 4)) - 16);
+        }
+        ASSERT_EQ(out[b * 32 + j], expected) << type_name(t) << " block " << b << " weight " << j;
+      }
+    }
+  }
+}
+
 TEST(CpuErrors, NameTheArgument) {
   std::vector<uint8_t> w(136 * 2);
   std::vector<float> out(512);

@@ -9,10 +9,8 @@ import lowbit
 import numpy as np
 import pytest
 import torch
-from _helpers import random_weight, rel_err
+from _helpers import DEVICES, random_weight, rel_err
 from lowbit import QuantType
-
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 def act(name: str, v: torch.Tensor) -> torch.Tensor:
