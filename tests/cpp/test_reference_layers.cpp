@@ -213,8 +213,8 @@ TEST_P(CpuMoeReference, MatchesTheLayerWrittenAgain) {
   for (auto& v : weights) v = uniform(rng);
   std::vector<float> out(static_cast<size_t>(tokens * H), std::nanf(""));
   cpu::fused_moe(x.data(), tokens, layer, weights.data(), ids.data(), top_k, out.data());
-  const auto ref = moe_reference(x, tokens, w13.decoded(), w2.decoded(), E, H, I, c.activation, begin, weights, ids,
-                                 top_k);
+  const auto ref =
+      moe_reference(x, tokens, w13.decoded(), w2.decoded(), E, H, I, c.activation, begin, weights, ids, top_k);
   expect_close(out, ref, 1e-6, std::string(type_name(c.w13_type)) + " / " + type_name(c.w2_type));
   for (const int64_t t : {2, 5})  // tokens whose ids are all invalid or not local: exact zeros
     for (int64_t r = 0; r < H; ++r) ASSERT_EQ(out[t * H + r], 0.0f) << "token " << t << " element " << r;
@@ -224,16 +224,15 @@ TEST_P(CpuMoeReference, MatchesTheLayerWrittenAgain) {
   EXPECT_GT(norm7, 0.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    TypesAndActivations, CpuMoeReference,
-    ::testing::Values(MoeCase{QuantType::IQ2_XXS, QuantType::IQ2_XXS, Activation::kSiLU, 0},
-                      MoeCase{QuantType::IQ3_S, QuantType::Q5_0, Activation::kSiLU, 3},
-                      MoeCase{QuantType::IQ4_XS, QuantType::Q8_0, Activation::kGELU, 0},
-                      MoeCase{QuantType::IQ1_M, QuantType::IQ4_NL, Activation::kGELUTanh, 10},
-                      MoeCase{QuantType::MXFP8_E4M3, QuantType::MXFP4_SPLIT, Activation::kGELU, 5},
-                      MoeCase{QuantType::MXFP4, QuantType::IQ3_XXS, Activation::kGELUTanh, 0},
-                      MoeCase{QuantType::IQ2_S, QuantType::MXFP8_E4M3, Activation::kSiLU, 8}),
-    moe_case_name);
+INSTANTIATE_TEST_SUITE_P(TypesAndActivations, CpuMoeReference,
+                         ::testing::Values(MoeCase{QuantType::IQ2_XXS, QuantType::IQ2_XXS, Activation::kSiLU, 0},
+                                           MoeCase{QuantType::IQ3_S, QuantType::Q5_0, Activation::kSiLU, 3},
+                                           MoeCase{QuantType::IQ4_XS, QuantType::Q8_0, Activation::kGELU, 0},
+                                           MoeCase{QuantType::IQ1_M, QuantType::IQ4_NL, Activation::kGELUTanh, 10},
+                                           MoeCase{QuantType::MXFP8_E4M3, QuantType::MXFP4_SPLIT, Activation::kGELU, 5},
+                                           MoeCase{QuantType::MXFP4, QuantType::IQ3_XXS, Activation::kGELUTanh, 0},
+                                           MoeCase{QuantType::IQ2_S, QuantType::MXFP8_E4M3, Activation::kSiLU, 8}),
+                         moe_case_name);
 
 TEST(CpuMoeReference, ActivationsAreTheirDefinitions) {
   for (double v : {-6.0, -1.5, -0.25, 0.0, 0.3, 1.0, 2.5, 7.0}) {
