@@ -12,7 +12,7 @@ On demand, not in CI: about 5 minutes on two shared cores (the scratch build 1.5
 4-30 s a mutant, most of it rebuilding). Result on 2026-12-01: at 81f033a, before the tests were
 mended, 16 of 22 killed; the six survivors all in cpu::fused_moe / cpu::linear (last expert
 dropped, activation on the up half, first slot's weight for every slot, expert 0's or row 0's
-split scales for all, GELU with erf(v / 2)). With the mended tests (e1c8e42 and after): 22 of 22
+split scales for all, GELU with erf(v / 2)). At f8b3031, with the mended tests: 22 of 22
 killed, 275 s.
 
     python3 tools/mutants.py                  # the working tree's code and tests
