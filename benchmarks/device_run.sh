@@ -59,16 +59,24 @@ for step in "${steps[@]}"; do
       ldd python/lowbit/_C*.so | grep -E "stdc|gcc_s" ;;
     test)
       ctest --test-dir build-dev -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1; echo "ctest rc=$?"; tail -3 "$OUT/ctest.log"
-      # GPU tests first, each file in its own process so that one crash cannot hide the others
+      # GPU tests first, each file in its own process so that one crash cannot hide the others;
+      # each file's counts in a JUnit file, the tight checks' measured errors in tight-errors.tsv
       : > "$OUT/pytest.log"
+      rm -rf "$OUT/junit" && mkdir -p "$OUT/junit"
+      export LOWBIT_TEST_RECORD="$OUT/tight-errors.tsv"
+      : > "$LOWBIT_TEST_RECORD"
       files="tests/python/test_cuda_kernels.py $(ls tests/python/test_*.py | grep -v test_cuda_kernels) tests/python/ascend"
       [ -n "${TEST_FILES:-}" ] && files="$TEST_FILES"
       for f in $files; do
-        python3 -X faulthandler -m pytest -q -p no:cacheprovider "$f" >> "$OUT/pytest.log" 2>&1
+        python3 -X faulthandler -m pytest -q -rs -p no:cacheprovider --junitxml="$OUT/junit/$(basename "$f" .py).xml" \
+          "$f" >> "$OUT/pytest.log" 2>&1
         rc=$?; echo "pytest $f rc=$rc $(tail -1 "$OUT/pytest.log")"
         [ $rc -ge 128 ] && grep -A6 "Current thread" "$OUT/pytest.log" | tail -8
       done
-      grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20 ;;
+      grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
+      python3 tools/test_summary.py --commit "$LOWBIT_COMMIT" --ctest-log "$OUT/ctest.log" --junit "$OUT/junit" \
+        --errors "$LOWBIT_TEST_RECORD" > "$OUT/tests-summary.txt"
+      cat "$OUT/tests-summary.txt" ;;
     gdb)
       cuda-gdb -batch -ex run -ex bt --args python3 -m pytest -q -p no:cacheprovider ${GDB_TEST:-tests/python/test_errors.py} \
         > "$OUT/gdb.log" 2>&1; grep -E "^#[0-9]+" "$OUT/gdb.log" | head -25 ;;

@@ -3,7 +3,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <iterator>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "lowbit/error.h"
@@ -77,20 +80,38 @@ TEST(Codebooks, KsignsFormulaEqualsGgmlTable) {
   for (uint32_t i = 0; i < 128; ++i) EXPECT_EQ(ksigns_iq2xs(i), codebook::kKsignsIq2xs[i]) << i;
 }
 
+// Every byte of every row of a grid is one of the format's values (ggml's definitions, as gguf-py
+// gives them), rows are distinct (a duplicated or truncated row would leave one out) and the
+// tables have ggml's sizes. tests/python/test_codebooks.py compares every entry with gguf-py.
+template <class Word, size_t kRows>
+void expect_grid(const Word (&grid)[kRows], size_t rows, std::initializer_list<uint32_t> values, const char* name) {
+  EXPECT_EQ(kRows, rows) << name;
+  const std::set<uint32_t> allowed(values);
+  std::set<uint32_t> seen_bytes;
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t i = 0; i < sizeof(Word); ++i) {
+      const uint32_t b = static_cast<uint32_t>(grid[r] >> (8 * i)) & 0xFFu;
+      EXPECT_EQ(allowed.count(b), 1u) << name << " row " << r << " byte " << i << " = " << b;
+      seen_bytes.insert(b);
+    }
+  EXPECT_EQ(seen_bytes, allowed) << name << ": some value of the format never occurs";
+  EXPECT_EQ(std::set<Word>(std::begin(grid), std::end(grid)).size(), kRows) << name << ": duplicated rows";
+}
+
 TEST(Codebooks, GridValuesAreTheFormatsMagnitudes) {
-  for (uint64_t row : codebook::kIq2xxsGrid)
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t b = (row >> (8 * i)) & 0xFF;
-      EXPECT_TRUE(b == 0x08 || b == 0x19 || b == 0x2b);
-    }
-  for (uint64_t row : codebook::kIq1sGrid)
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t b = (row >> (8 * i)) & 0xFF;
-      EXPECT_TRUE(b == 0xFF || b == 0x00 || b == 0x01);
-    }
+  expect_grid(codebook::kIq2xxsGrid, 256, {0x08, 0x19, 0x2b}, "iq2_xxs");
+  expect_grid(codebook::kIq2xsGrid, 512, {0x08, 0x19, 0x2b}, "iq2_xs");
+  expect_grid(codebook::kIq2sGrid, 1024, {0x08, 0x19, 0x2b}, "iq2_s");
+  expect_grid(codebook::kIq3xxsGrid, 256, {4, 12, 20, 28, 36, 44, 52, 62}, "iq3_xxs");
+  expect_grid(codebook::kIq3sGrid, 512, {1, 3, 5, 7, 9, 11, 13, 15}, "iq3_s");
+  expect_grid(codebook::kIq1sGrid, 2048, {0xFF, 0x00, 0x01}, "iq1_s");  // -1, 0, +1
+  // ggml's first and last rows (a table shifted by one row keeps its value set)
   EXPECT_EQ(codebook::kIq2xxsGrid[0], 0x0808080808080808ull);
+  EXPECT_EQ(codebook::kIq2xxsGrid[255], 0x2b2b2b1908081908ull);
   EXPECT_EQ(codebook::kIq3xxsGrid[0], 0x04040404u);
-  EXPECT_EQ(codebook::kIq3sGrid[511] & 0xFF, codebook::kIq3sGrid[511] & 0xFF);
+  EXPECT_EQ(codebook::kIq3xxsGrid[255], 0x3e341c04u);
+  EXPECT_EQ(codebook::kIq3sGrid[0], 0x01010101u);
+  EXPECT_EQ(codebook::kIq3sGrid[511], 0x0f0f0101u);
 }
 
 TEST(Scalars, Fp16RoundTripsEveryFiniteValue) {

@@ -1,4 +1,5 @@
-// The C++ CPU reference API: linear and MoE against direct computation, MX codes, argument errors.
+// The C++ CPU reference API: linear against direct computation, MX codes, argument errors (the MoE
+// and every type of linear: test_reference_layers.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,30 +66,34 @@ TEST(CpuQuantize, Mxfp8CodesAndScales) {
   EXPECT_EQ(scales[0], 128);
 }
 
-TEST(CpuMoe, InvalidAndNonLocalIdsAddNothing) {
+// Q8_0 and Q5_0 decoded from their definitions (ggml's block_q8_0 / block_q5_0), apart from
+// the gguf-py comparison: d * q, and d * ((low nibble | fifth bit << 4) - 16) with weight j's
+// nibble the low one of byte j (j < 16) or the high one of byte j - 16, its fifth bit bit j of qh.
+TEST(CpuDequantize, Q8_0AndQ5_0AreTheirDefinitions) {
   std::mt19937 rng(std::random_device{}());
-  const int64_t H = 64, I = 32, E = 2, T = 3, K = 2;
-  const QuantType t = QuantType::Q8_0;
-  const auto w13 = random_weight(t, E * 2 * I, H, rng);
-  const auto w2 = random_weight(t, E * H, I, rng);
-  cpu::MoeLayer layer{t, view_of(w13, t, H), t, view_of(w2, t, I), E, H, I};
-  layer.w13.expert_stride = 2 * I * row_bytes(t, H);
-  layer.w2.expert_stride = H * row_bytes(t, I);
-  layer.expert_begin = 10;
-  const auto x = random_floats(T * H, rng);
-  const std::vector<float> weights = {0.5f, 0.5f, 1.0f, 1.0f, 0.3f, 0.7f};
-  const std::vector<int64_t> ids = {10, 11, -1, 12, 11, 9};
-  std::vector<float> out(T * H);
-  cpu::fused_moe(x.data(), T, layer, weights.data(), ids.data(), K, out.data());
-  for (int64_t c = 0; c < H; ++c) EXPECT_EQ(out[1 * H + c], 0.0f);  // ids -1 and 12 (not local)
-  // token 2 uses only its slot with id 11, weight 0.3
-  std::vector<float> one(T * H);
-  const std::vector<int64_t> ids_one = {-1, -1, -1, -1, 11, -1};
-  cpu::fused_moe(x.data(), T, layer, weights.data(), ids_one.data(), K, one.data());
-  for (int64_t c = 0; c < H; ++c) EXPECT_EQ(out[2 * H + c], one[2 * H + c]);
-  double norm = 0;
-  for (int64_t c = 0; c < H; ++c) norm += std::fabs(out[c]);
-  EXPECT_GT(norm, 0.0);
+  const int64_t rows = 4, k = 32 * 40;
+  for (const QuantType t : {QuantType::Q8_0, QuantType::Q5_0}) {
+    const auto w = random_weight(t, rows, k, rng);
+    std::vector<float> out(rows * k);
+    cpu::dequantize(t, view_of(w, t, k), rows, k, out.data(), FloatType::F32, k);
+    const size_t block_bytes = t == QuantType::Q8_0 ? 34 : 22;
+    for (size_t b = 0; b < w.size() / block_bytes; ++b) {
+      const uint8_t* p = w.data() + b * block_bytes;
+      const float d = fp16_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+      const uint32_t qh = static_cast<uint32_t>(p[2]) | (static_cast<uint32_t>(p[3]) << 8) |
+                          (static_cast<uint32_t>(p[4]) << 16) | (static_cast<uint32_t>(p[5]) << 24);
+      for (int j = 0; j < 32; ++j) {
+        float expected;
+        if (t == QuantType::Q8_0) {
+          expected = d * static_cast<float>(static_cast<int8_t>(p[2 + j]));
+        } else {
+          const int low = j < 16 ? (p[6 + j] & 0xF) : (p[6 + j - 16] >> 4);
+          expected = d * static_cast<float>((low | static_cast<int>(((qh >> j) & 1u) << 4)) - 16);
+        }
+        ASSERT_EQ(out[b * 32 + j], expected) << type_name(t) << " block " << b << " weight " << j;
+      }
+    }
+  }
 }
 
 TEST(CpuErrors, NameTheArgument) {

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import secrets
+from types import ModuleType
 
+import pytest
+import torch
 from lowbit.testing import (  # noqa: F401  (re-exported for the tests)
     BLOCK,
     IQ1M_SCALES_OFFSET,
@@ -23,3 +27,22 @@ def fresh_seed() -> int:
     seed = int(pinned) if pinned else secrets.randbits(32)
     print(f"seed={seed}")
     return seed
+
+
+NO_CUDA = "needs a CUDA device"
+# Test devices: "cuda" is always a parameter, skipped with its reason where no GPU exists (a
+# variant that cannot run shows in the summary as skipped, never vanishes).
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA))]
+
+
+def gguf_module(name: str = "gguf.quants") -> ModuleType:
+    """gguf-py (the reference decoders and quantizers). Missing, a test skips with the reason; in CI
+    (CI or LOWBIT_REQUIRE_GGUF set, as scripts/test.sh does) it fails instead, so that the
+    strongest checks never turn into a skip line under a green run."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        why = f"gguf-py is missing ({e}); pip install gguf==0.19.0"
+        if os.environ.get("LOWBIT_REQUIRE_GGUF") or os.environ.get("CI"):
+            pytest.fail(f"{why}: the GGUF reference tests must run in CI", pytrace=False)
+        pytest.skip(why)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from _helpers import BLOCK, random_weight, rel_err
+from _kernel_arithmetic import assert_rounded_result, bf16_activations, kernel_bf16_weights, record_error
 from lowbit import QuantType
 
 pytestmark = [
@@ -20,8 +21,17 @@ pytestmark = [
 
 TOKENS = (1, 2, 3, 4, 5, 8, 13, 16)
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-# ||y - ref|| / ||ref||: weights and activations rounded to bf16, float32 accumulation
+# ||y - ref|| / ||ref|| against float64 on the float32 decode: weights and activations rounded to
+# bf16, float32 accumulation (a correct kernel shows 2.4-4.9e-3). The end-to-end check;
+# test_bf16_mmvq_equals_its_arithmetic checks the bf16 path tightly against its own rounding.
 MMVQ_BOUND = 1e-2
+# The bf16 path against the exact result of its own arithmetic (_kernel_arithmetic.py: bf16(x) times
+# bf16(m * bf16(s)), products exact, sums in float64): only the float32 summation on the tensor
+# cores differs, about 1e-5 of the norm at K = 14336 (tensor cores align and add with truncation).
+# Float32 outputs: ||y - ref|| / ||ref|| < MMVQ_BF16_EXACT_BOUND. Half outputs: each element within
+# half an ulp of the output type of ref, plus MMVQ_ACCUMULATE_TOL * rms(ref) for the sums.
+MMVQ_BF16_EXACT_BOUND = 3e-5
+MMVQ_ACCUMULATE_TOL = 1e-4
 # int8 arithmetic: activations to 8 bits per 32 weights, about 0.5% of the norm for K = 14336; with
 # a one-block K nothing averages and up to 2.0% was seen (ggml's own test accepts NMSE 5e-4, 2.2%
 # of the norm, for this arithmetic). test_int8_mmvq_equals_its_arithmetic checks the int8 path
@@ -134,6 +144,55 @@ def test_int8_mmvq_equals_its_arithmetic(qtype: QuantType, rng: np.random.Genera
                 assert err < bound, f"{qtype.type_name} {name} M={m} {dtype}: rel err {err:.3g}"
 
 
+@pytest.mark.parametrize("qtype", lowbit.WEIGHT_TYPES, ids=lambda t: t.type_name)
+def test_bf16_mmvq_equals_its_arithmetic(qtype: QuantType, rng: np.random.Generator) -> None:
+    """Tight check of the bf16 tensor-core path, every type (MXFP8 and MXFP4_SPLIT included), every
+    M it serves, every activation dtype: against the exact result on the weights and activations as
+    the kernel rounds them (a block scale 0.5% off, or one wrong weight per row, fails)."""
+    dev = device()
+    for name, n, k in shapes(qtype):
+        w, s = random_weight(qtype, n, k, rng)
+        wb = kernel_bf16_weights(qtype, w, s)
+        wd, sd = w.to(dev), None if s is None else s.to(dev)
+        for dtype in DTYPES:
+            x_all = torch.from_numpy(rng.standard_normal((16, k)).astype(np.float32)).to(dtype)
+            for m in TOKENS:
+                x = x_all[:m].contiguous()
+                ref = bf16_activations(x) @ wb.T
+                xd = x.to(dev)
+                y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd, math="bf16"), (m, n), dtype)  # noqa: B023 (called at once)
+                what = f"{qtype.type_name} {name} M={m} {dtype}"
+                if dtype == torch.float32:
+                    err = rel_err(y, ref)
+                    record_error("bf16_mmvq_exact", what, err)
+                    assert err < MMVQ_BF16_EXACT_BOUND, f"{what}: rel err {err:.3g}"
+                else:
+                    assert_rounded_result(y, ref, MMVQ_ACCUMULATE_TOL, what)
+
+
+@pytest.mark.parametrize("qtype", lowbit.WEIGHT_TYPES, ids=lambda t: t.type_name)
+def test_mmvq_bias_equals_its_arithmetic(qtype: QuantType, rng: np.random.Generator) -> None:
+    """The linear op forced to MMVQ with a bias as large as x W^T (a bias added twice, dropped or
+    added to the wrong rows shows): int8 arithmetic at M = 3 (bf16 for MXFP8), bf16 at M = 13."""
+    dev = device()
+    _, n, k = shapes(qtype)[1]  # a partial 256-unit
+    w, s = random_weight(qtype, n, k, rng)
+    wf, wb = lowbit.dequantize(w, qtype, scales=s).double(), kernel_bf16_weights(qtype, w, s)
+    wd, sd = w.to(dev), None if s is None else s.to(dev)
+    x_all = torch.from_numpy(rng.standard_normal((13, k)).astype(np.float32))
+    rms = float((x_all.double() @ wf.T).square().mean().sqrt())
+    bias = torch.from_numpy(rng.standard_normal(n) * rms).float()
+    for m in (3, 13):
+        x = x_all[:m].contiguous()
+        int8 = m <= 8 and qtype != QuantType.MXFP8_E4M3
+        ref = (q8_activations(x) @ wf.T if int8 else bf16_activations(x) @ wb.T) + bias.double()
+        y = torch.ops.lowbit.linear(x.to(dev), wd, int(qtype), scales=sd, bias=bias.to(dev), route="mmvq")
+        err = rel_err(y, ref)
+        record_error("mmvq_bias_exact", f"{qtype.type_name} M={m}", err)
+        bound = 2e-5 if int8 else MMVQ_BF16_EXACT_BOUND
+        assert err < bound, f"{qtype.type_name} M={m} ({'int8' if int8 else 'bf16'}): rel err {err:.3g}"
+
+
 @pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ1_S, QuantType.MXFP4_SPLIT], ids=lambda t: t.type_name)
 def test_few_token_mmvq_over_many_row_groups(qtype: QuantType, rng: np.random.Generator) -> None:
     """A weight tall enough that every team of the dp4a kernel (one block per SM, 32 warps) takes
@@ -220,18 +279,35 @@ def test_non_finite_activations_reach_the_output(math: str, rng: np.random.Gener
     assert torch.isfinite(y[0]).all() and torch.isfinite(y[2]).all()
 
 
-def test_forced_kernels_agree(rng: np.random.Generator) -> None:
+def test_forced_kernels_equal_their_arithmetic(rng: np.random.Generator) -> None:
+    """Each forced kernel against its own tight reference (not against each other): MMVQ with int8
+    arithmetic (M = 8) and bf16 arithmetic (M = 13); dequantize to bf16 + the bf16 GEMM, whose
+    reduced-precision split-K reductions are switched off for the check."""
     dev = device()
-    w, _ = random_weight(QuantType.IQ3_S, 64, 2048, rng)
+    qtype = QuantType.IQ3_S
+    w, _ = random_weight(qtype, 64, 2048, rng)
     wd = w.to(dev)
-    x = torch.from_numpy(rng.standard_normal((8, 2048)).astype(np.float32)).to(dev, torch.bfloat16)
-    a = torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), route="mmvq")
-    b = torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), route="dequant_matmul")
-    assert rel_err(a, b.double()) < MMVQ_INT8_BOUND  # M = 8: int8 arithmetic
+    wf, wb = lowbit.dequantize(w, qtype).double(), kernel_bf16_weights(qtype, w)
+    w_bf16 = lowbit.dequantize(w, qtype, dtype=torch.bfloat16).double()  # what dequant_matmul multiplies
+    x_all = torch.from_numpy(rng.standard_normal((13, 2048)).astype(np.float32)).to(torch.bfloat16)
+    matmul = torch.backends.cuda.matmul
+    reduced = matmul.allow_bf16_reduced_precision_reduction
+    matmul.allow_bf16_reduced_precision_reduction = False
+    try:
+        for m in (8, 13):
+            x = x_all[:m].contiguous()
+            a = torch.ops.lowbit.linear(x.to(dev), wd, int(qtype), route="mmvq")
+            a_ref = q8_activations(x) @ wf.T if m <= 8 else bf16_activations(x) @ wb.T
+            assert_rounded_result(a, a_ref, MMVQ_ACCUMULATE_TOL, f"mmvq M={m}")
+            b = torch.ops.lowbit.linear(x.to(dev), wd, int(qtype), route="dequant_matmul")
+            assert_rounded_result(b, bf16_activations(x) @ w_bf16.T, MMVQ_ACCUMULATE_TOL, f"dequant_matmul M={m}")
+    finally:
+        matmul.allow_bf16_reduced_precision_reduction = reduced
+    x = x_all.to(dev)
     with pytest.raises(ValueError, match=r"route: unknown kernel \"fast\""):
-        torch.ops.lowbit.linear(x, wd, int(QuantType.IQ3_S), route="fast")
+        torch.ops.lowbit.linear(x, wd, int(qtype), route="fast")
     with pytest.raises(ValueError, match=r"x must be \[M, K\] with 1 <= M <= 16 for mmvq"):
-        torch.ops.lowbit.mmvq(torch.zeros(17, 2048, device=dev), wd, int(QuantType.IQ3_S))
+        torch.ops.lowbit.mmvq(torch.zeros(17, 2048, device=dev), wd, int(qtype))
 
 
 def test_cuda_graph_capture_and_replay(rng: np.random.Generator) -> None:

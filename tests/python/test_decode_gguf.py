@@ -6,18 +6,18 @@ import lowbit
 import numpy as np
 import pytest
 import torch
-from _helpers import BLOCK, random_blocks
+from _helpers import BLOCK, gguf_module, random_blocks
 from lowbit import QuantType
-
-gguf_quants = pytest.importorskip("gguf.quants")
-from gguf.constants import GGMLQuantizationType  # noqa: E402
 
 N_BLOCKS = 10_000
 
 
 def ggml_reference(raw: np.ndarray, qtype: QuantType) -> np.ndarray:
+    """gguf-py's dequantization; each caller needing it skips (fails in CI) alone where gguf is missing."""
+    gguf_quants = gguf_module("gguf.quants")
+    ggml_type = gguf_module("gguf.constants").GGMLQuantizationType(int(qtype))
     with np.errstate(over="ignore", invalid="ignore"):
-        return gguf_quants.dequantize(raw.reshape(-1), GGMLQuantizationType(int(qtype))).astype(np.float32).reshape(-1)
+        return gguf_quants.dequantize(raw.reshape(-1), ggml_type).astype(np.float32).reshape(-1)
 
 
 def assert_bits_equal(got: np.ndarray, ref: np.ndarray, what: str) -> None:

@@ -6,10 +6,9 @@ import lowbit
 import numpy as np
 import pytest
 import torch
-from _helpers import BLOCK, random_weight, rel_err
+from _helpers import BLOCK, DEVICES, random_weight, rel_err
 from lowbit import QuantType
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 # ||out - ref|| / ||ref|| bounds. CPU: float32 GEMM, half outputs add one rounding. CUDA (MMVQ at
 # these M): weights and activations rounded to bf16, float32 accumulation.
 BOUND = {

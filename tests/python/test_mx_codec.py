@@ -9,7 +9,7 @@ import lowbit
 import numpy as np
 import pytest
 import torch
-from _helpers import rel_err
+from _helpers import gguf_module, rel_err
 from lowbit import QuantType
 
 E4M3 = QuantType.MXFP8_E4M3
@@ -119,8 +119,8 @@ def test_gguf_mxfp4_layout_matches_split_values(rng: np.random.Generator) -> Non
 
 
 def test_gguf_mxfp4_quantize_matches_ggml(rng: np.random.Generator) -> None:
-    quants = pytest.importorskip("gguf.quants")
-    from gguf.constants import GGMLQuantizationType
+    quants = gguf_module("gguf.quants")
+    GGMLQuantizationType = gguf_module("gguf.constants").GGMLQuantizationType  # noqa: N806
 
     x = (rng.standard_normal((8, 256)) * rng.uniform(0.01, 10, (8, 1))).astype(np.float32)
     ref = quants.quantize(x, GGMLQuantizationType.MXFP4)
@@ -172,8 +172,8 @@ def test_quantize_accepts_half_inputs_as_their_float_values(dtype: torch.dtype, 
 
 
 def test_q8_0_quantize_matches_ggml(rng: np.random.Generator) -> None:
-    quants = pytest.importorskip("gguf.quants")
-    from gguf.constants import GGMLQuantizationType
+    quants = gguf_module("gguf.quants")
+    GGMLQuantizationType = gguf_module("gguf.constants").GGMLQuantizationType  # noqa: N806
 
     x = (rng.standard_normal((8, 256)) * 3).astype(np.float32)
     ref = quants.quantize(x, GGMLQuantizationType.Q8_0)

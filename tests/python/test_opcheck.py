@@ -5,10 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _helpers import random_weight
+from _helpers import DEVICES, random_weight
 from lowbit import QuantType
-
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @pytest.mark.parametrize("device", DEVICES)
