@@ -43,8 +43,12 @@ def bench_shape(q: lowbit.QuantType, n: int, k: int, ms: list[int], rows: bd.Row
         ref = x.double() @ w64.T
         key = (name, n, k, m)
 
-        def row(kernel: str, timed: tuple[float, float], err: float, note: str, m: int = m) -> float:
-            return rows.add_dense(kernel, name, n, k, m, rw.nbytes, timed, err, f"{note}; graph replay of {calls} calls")
+        def row(
+            kernel: str, timed: tuple[float, float], err: float, note: str, m: int = m, calls: int = calls
+        ) -> float:
+            return rows.add_dense(
+                kernel, name, n, k, m, rw.nbytes, timed, err, f"{note}; graph replay of {calls} calls"
+            )
 
         timed = bd.time_calls(lambda r, x=x: mmq(x, r), calls, args.iters)
         results[key + ("mmq",)] = row("mmq", timed, rel_err(mmq(x, 0), ref), "wgmma, weights decoded on chip")
@@ -53,7 +57,9 @@ def bench_shape(q: lowbit.QuantType, n: int, k: int, ms: list[int], rows: bd.Row
         results[key + ("dequant_matmul",)] = row("dequant_matmul", timed, err, "lowbit.dequantize + torch.matmul")
         choice = lowbit.select_kernel(q, m, n, k, dev)
         timed = bd.time_calls(lambda r, x=x: rw.linear(x, r), calls, args.iters)
-        results[key + ("auto",)] = row("auto", timed, rel_err(rw.linear(x, 0), ref), f"dispatcher chose {choice['kernel']}")
+        results[key + ("auto",)] = row(
+            "auto", timed, rel_err(rw.linear(x, 0), ref), f"dispatcher chose {choice['kernel']}"
+        )
     del graph
 
 
@@ -67,8 +73,10 @@ def bench_bf16(n: int, k: int, ms: list[int], rows: bd.Rows, args, results: dict
         timed = bd.time_calls(lambda r, x=x: torch.matmul(x, ws[r % copies].T), calls, args.iters)
         err = rel_err(torch.matmul(x, ws[0].T), x.double() @ ws[0].double().T)
         note = f"torch.matmul on a bf16 weight; graph replay of {calls} calls"
-        results[("bf16", n, k, m, "bf16_matmul")] = rows.add_dense("bf16_matmul", "bf16", n, k, m, 2 * n * k, timed, err, note)
-    del ws
+        results[("bf16", n, k, m, "bf16_matmul")] = rows.add_dense(
+            "bf16_matmul", "bf16", n, k, m, 2 * n * k, timed, err, note
+        )
+    ws.clear()
     torch.cuda.empty_cache()
 
 

@@ -8,8 +8,11 @@ Capabilities capabilities() {
   Capabilities caps;
   caps.version = LOWBIT_VERSION;
   detail::fill_cuda_capabilities(caps);
-  for (const CudaDevice& d : caps.cuda_devices)
+  bool hopper = false;  // a compute capability 9.0 device, where the sm_90a MMQ kernels run
+  for (const CudaDevice& d : caps.cuda_devices) {
     caps.cuda_usable = caps.cuda_usable || (caps.cuda_compiled && d.runs_kernels);
+    hopper = hopper || (caps.cuda_compiled && d.compute_major == 9 && d.compute_minor == 0);
+  }
   for (const TypeInfo& info : all_types()) {
     TypeCapability t{&info, {}, {}};
     t.kernels.cpu_reference = info.is_weight;
@@ -20,6 +23,7 @@ Capabilities capabilities() {
       t.usable.cuda_dequant = t.usable.cuda_mmvq = t.usable.cuda_mmq = false;
       t.usable.cuda_moe_vec = t.usable.cuda_moe_batched = false;
     }
+    t.usable.cuda_mmq = t.usable.cuda_mmq && hopper;
     caps.types.push_back(t);
   }
   return caps;

@@ -20,7 +20,8 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
   c.tokens_per_tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
   c.k_pad = (k + 255) / 256 * 256;
   const int64_t units = c.k_pad / 256;
-  const int64_t tiles = ((n + c.rows_per_tile - 1) / c.rows_per_tile) * ((m + c.tokens_per_tile - 1) / c.tokens_per_tile);
+  const int64_t tiles =
+      ((n + c.rows_per_tile - 1) / c.rows_per_tile) * ((m + c.tokens_per_tile - 1) / c.tokens_per_tile);
   // One block per multiprocessor (two for 16-token tiles: the kernel's shared memory): split K
   // while the tiles alone leave block slots idle, into at least 4 units per split and within the
   // partial buffer.

@@ -132,8 +132,7 @@ std::string describe_plan(const Plan& p) {
     }
     s << ")";
   } else if (p.kernel == DenseKernel::kMmq) {
-    s << " (" << p.mmq.rows_per_tile << " x " << p.mmq.tokens_per_tile << " tiles, K split " << p.mmq.splits
-      << ")";
+    s << " (" << p.mmq.rows_per_tile << " x " << p.mmq.tokens_per_tile << " tiles, K split " << p.mmq.splits << ")";
   }
   s << ", workspace " << p.workspace_bytes << " B; " << p.reason;
   return s.str();

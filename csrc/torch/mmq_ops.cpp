@@ -10,9 +10,7 @@ namespace {
 at::Tensor mmq_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
   const LinearPlan p = plan_mmq(x, w, qtype, scales);
   at::Tensor wf = at::empty({p.w.rows, p.w.k}, at::TensorOptions().dtype(at::kFloat));
-  translate_errors([&] {
-    cpu::dequantize(p.w.type, p.w.view, p.w.rows, p.w.k, wf.data_ptr(), FloatType::F32, p.w.k);
-  });
+  translate_errors([&] { cpu::dequantize(p.w.type, p.w.view, p.w.rows, p.w.k, wf.data_ptr(), FloatType::F32, p.w.k); });
   return at::matmul(x.reshape({p.m, p.w.k}).to(at::kFloat), wf.t()).to(x.scalar_type()).reshape(p.out_shape);
 }
 

@@ -102,7 +102,7 @@ MoeProjPlan plan_moe_batched(const at::Tensor& x, const at::Tensor& w, int64_t q
 
 std::optional<MoeKernel> parse_moe_layer_kernel(c10::string_view kernel) {
   if (kernel == "auto") return std::nullopt;
-  return translate_errors([&] { return parse_moe_kernel(std::string(kernel), "kernel"); });
+  return translate_errors([&] { return parse_moe_kernel(std::string(kernel), "route"); });
 }
 
 }  // namespace lowbit::torch_ops

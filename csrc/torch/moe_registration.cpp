@@ -23,11 +23,12 @@ TORCH_LIBRARY_FRAGMENT(lowbit, m) {
   m.def(
       "moe_batched(Tensor x, Tensor w, int qtype, Tensor sorted_pair_ids, Tensor block_experts, Tensor num_padded, "
       "int top_k, SymInt pairs, *, Tensor? scales=None) -> Tensor");
-  // fused_moe with the kernel named: "auto", "moe_vec" or "moe_batched" (benchmarks, tests).
+  // fused_moe with the kernel named by `route`: "auto", "moe_vec" or "moe_batched" (benchmarks,
+  // tests; not `kernel`, which Inductor's fallback lowering takes for itself).
   m.def(
       "moe_layer(Tensor x, Tensor w13, Tensor w2, Tensor topk_weights, Tensor topk_ids, *, int w13_type, "
       "int w2_type, str activation=\"silu\", Tensor? w13_scales=None, Tensor? w2_scales=None, "
-      "int[]? expert_range=None, str kernel=\"auto\") -> Tensor");
+      "int[]? expert_range=None, str route=\"auto\") -> Tensor");
   // The kernel fused_moe runs for this shape on `device` (lowbit::MoeKernel as int).
   m.def(
       "moe_select_kernel(int w13_type, int w2_type, int tokens, int experts, int top_k, int hidden, int intermediate, "
@@ -128,7 +129,7 @@ at::Tensor moe_layer_cpu(const at::Tensor& x, const at::Tensor& w13, const at::T
                          const std::optional<at::Tensor>& w2_scales, at::OptionalIntArrayRef expert_range,
                          c10::string_view kernel) {
   const std::optional<MoeKernel> forced = parse_moe_layer_kernel(kernel);
-  TORCH_CHECK_VALUE(!forced.has_value(), "kernel: \"", std::string(kernel),
+  TORCH_CHECK_VALUE(!forced.has_value(), "route: \"", std::string(kernel),
                     "\" needs a CUDA device; on the CPU use \"auto\" (the reference)");
   static const auto op =
       c10::Dispatcher::singleton()

@@ -27,7 +27,7 @@ struct DeviceFacts {
   int multiprocessors = 0;
   int shared_per_block_optin = 0;  // bytes of shared memory one block may take (0: unknown, 48 KB)
   int shared_per_sm = 0;           // bytes per SM (0: unknown, 96 KB)
-  bool mmq = false;  // this build's MMQ kernels run here (sm_90a code on a 9.0 device)
+  bool mmq = false;                // this build's MMQ kernels run here (sm_90a code on a 9.0 device)
 };
 
 // How MMVQ multiplies.

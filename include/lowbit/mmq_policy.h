@@ -12,12 +12,12 @@
 namespace lowbit {
 
 struct MmqConfig {
-  int tokens_per_tile = 0;       // 16, 32, 64 or 128 tokens per block (the wgmma N)
-  int rows_per_tile = 0;         // weight rows per block (two warpgroups of 64)
-  int splits = 1;                // K split into this many ranges, summed in a fixed order
-  int64_t k_pad = 0;             // K rounded up to the 256-weight unit
-  size_t activation_bytes = 0;   // the bf16 activations in the kernel's order, [M, k_pad]
-  size_t partial_bytes = 0;      // float32 partial sums [splits, M, N] (0 without a split)
+  int tokens_per_tile = 0;      // 16, 32, 64 or 128 tokens per block (the wgmma N)
+  int rows_per_tile = 0;        // weight rows per block (two warpgroups of 64)
+  int splits = 1;               // K split into this many ranges, summed in a fixed order
+  int64_t k_pad = 0;            // K rounded up to the 256-weight unit
+  size_t activation_bytes = 0;  // the bf16 activations in the kernel's order, [M, k_pad]
+  size_t partial_bytes = 0;     // float32 partial sums [splits, M, N] (0 without a split)
   size_t workspace_bytes() const { return activation_bytes + partial_bytes; }
 };
 

@@ -110,10 +110,10 @@ def _moe_layer_fake(
     w13_scales: torch.Tensor | None = None,
     w2_scales: torch.Tensor | None = None,
     expert_range: Sequence[int] | None = None,
-    kernel: str = "auto",
+    route: str = "auto",
 ) -> torch.Tensor:
-    if kernel not in ("auto", "moe_vec", "moe_batched"):
-        raise ValueError(f'kernel: unknown MoE kernel "{kernel}" (auto, moe_vec, moe_batched)')
+    if route not in ("auto", "moe_vec", "moe_batched"):
+        raise ValueError(f'route: unknown MoE kernel "{route}" (auto, moe_vec, moe_batched)')
     return _fused_moe_fake(
         x,
         w13,

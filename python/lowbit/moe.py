@@ -148,10 +148,15 @@ def moe_layer(
     w13_scales: torch.Tensor | None = None,
     w2_scales: torch.Tensor | None = None,
     expert_range: Sequence[int] | None = None,
-    kernel: str = "auto",
+    route: str = "auto",
+    kernel: str | None = None,
 ) -> torch.Tensor:
-    """lowbit.fused_moe with the kernel named: "auto" (the dispatcher), "moe_vec" or "moe_batched"
-    (CUDA only; benchmarks and tests)."""
+    """lowbit.fused_moe with the kernel named by `route`: "auto" (the dispatcher), "moe_vec" or
+    "moe_batched" (CUDA only; benchmarks and tests). `kernel` is the same argument's former name."""
+    if kernel is not None:
+        if route != "auto" and route != kernel:
+            raise ValueError(f'route: "{route}" and kernel: "{kernel}" name two kernels; pass one')
+        route = kernel
     return torch.ops.lowbit.moe_layer(
         x,
         w13,
@@ -164,5 +169,5 @@ def moe_layer(
         w13_scales=w13_scales,
         w2_scales=w2_scales,
         expert_range=_range(expert_range),
-        kernel=kernel,
+        route=route,
     )

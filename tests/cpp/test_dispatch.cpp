@@ -207,7 +207,9 @@ TEST(Plan, ErrorsNameTheArgument) {
   };
   PlanOptions mmq;
   mmq.kernel = DenseKernel::kMmq;
-  EXPECT_NE(message([&] { plan_linear(QuantType::IQ4_XS, 64, 64, 256, kH200, mmq); }).find("kernel: mmq needs a compute capability 9.0"),
+  EXPECT_NE(message([&] {
+              plan_linear(QuantType::IQ4_XS, 64, 64, 256, kH200, mmq);
+            }).find("kernel: mmq needs a compute capability 9.0"),
             std::string::npos);
   PlanOptions mmvq;
   mmvq.kernel = DenseKernel::kMmvq;

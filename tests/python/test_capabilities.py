@@ -29,10 +29,12 @@ def test_capabilities_report_every_type_and_build_facts() -> None:
     compiled = caps["build"]["cuda_compiled"]
     for name, t in caps["types"].items():
         k = t["kernels"]
-        # dequantize and MMVQ exist for every weight type exactly when the build has CUDA; MMQ and the
-        # MoE kernels are not built yet
-        assert k["cuda_dequant"] == k["cuda_mmvq"] == (compiled and t["is_weight"]), name
-        assert not (k["cuda_mmq"] or k["cuda_moe_vec"] or k["cuda_moe_batched"]), name
+        # dequantize, MMVQ and the MoE kernels exist for every weight type exactly when the build has
+        # CUDA; MMQ where the build holds sm_90a code
+        weight_kernels = compiled and t["is_weight"]
+        assert k["cuda_dequant"] == k["cuda_mmvq"] == weight_kernels, name
+        assert k["cuda_moe_vec"] == k["cuda_moe_batched"] == weight_kernels, name
+        assert k["cuda_mmq"] == (weight_kernels and "90a" in caps["build"]["cuda_archs"].split(",")), name
     assert len(caps["cuda_devices"]) == (torch.cuda.device_count() if compiled else 0)
     assert caps["npu"]["verified_on_hardware"] is False
 

@@ -12,6 +12,10 @@ import torch
 from _helpers import DEVICES, random_weight, rel_err
 from lowbit import QuantType
 
+# CUDA rounds the activations and act(gate) * up to bf16 (test_moe_cuda.py checks it tightly
+# against a reference that rounds the same way); the CPU composite computes in float32
+CUDA_BOUND = 1e-2
+
 
 def act(name: str, v: torch.Tensor) -> torch.Tensor:
     if name == "silu":
@@ -77,9 +81,7 @@ def test_fused_moe_matches_reference(device, t13, t2, activation, rng: np.random
     )
     ref = reference(x, w13, w2, weights, ids, t13, t2, activation, s13, s2)
     assert out.shape == x.shape and out.dtype == x.dtype
-    # CUDA rounds the activations and act(gate) * up to bf16 (test_moe_cuda.py checks it tightly
-    # against a reference that rounds the same way)
-    assert rel_err(out, ref) < (1e-5 if device == "cpu" else 1e-2)
+    assert rel_err(out, ref) < (1e-5 if device == "cpu" else CUDA_BOUND)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -147,5 +149,5 @@ def test_mixed_ids_match_the_float64_reference_tightly(device, activation, rng: 
     ref = reference(x, w13, w2, weights, ids, t13, t2, activation, s13, s2, begin)
     assert torch.equal(out[2].cpu(), torch.zeros(hidden))  # nothing local: exact zeros
     for t in range(ids.shape[0]):
-        if t != 2:  # float32 decode and GEMMs on either device, as test_fused_moe_matches_reference
-            assert rel_err(out[t], ref[t]) < 1e-5, f"token {t}"
+        if t != 2:  # the CPU: float32 throughout; CUDA: bf16 activations and act(gate) * up (CUDA_BOUND)
+            assert rel_err(out[t], ref[t]) < (1e-5 if device == "cpu" else CUDA_BOUND), f"token {t}"

@@ -3,6 +3,7 @@ the memory map, the gguf-info and demo commands."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -143,7 +144,9 @@ def test_write_gguf_round_trips(tmp_path: Path, rng: np.random.Generator) -> Non
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": PYTHON_DIR, "PATH": "/usr/bin:/bin"}
+    # the checkout's python/ first, then whatever the caller's path holds (the gguf package may live there)
+    inherited = os.environ.get("PYTHONPATH")
+    env = {"PYTHONPATH": PYTHON_DIR + (os.pathsep + inherited if inherited else ""), "PATH": "/usr/bin:/bin"}
     return subprocess.run(
         [sys.executable, "-m", "lowbit", *args], capture_output=True, text=True, env=env, timeout=300, check=False
     )

@@ -134,3 +134,40 @@ def test_gguf_compat_ops(device: str, rng: np.random.Generator) -> None:
     compiled_matches_eager(lambda w: torch.ops.lowbit.ggml_dequantize(w, q, 33, 512, torch.bfloat16), w)
     compiled_matches_eager(lambda x: x * 2 if compat.ggml_supports_iq_mmq() else x, x)
     compiled_matches_eager(lambda w, x: compat.ggml_mul_mat_a8(w, x, q, w.shape[0]), w, x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mmq(device: str, rng: np.random.Generator) -> None:
+    if device == "cuda" and not lowbit.capabilities()["types"]["iq3_s"]["usable"]["cuda_mmq"]:
+        pytest.skip("MMQ needs a compute capability 9.0 GPU and a build for sm_90a")
+    w, _ = random_weight(QuantType.IQ3_S, 40, 512, rng, device=device)
+    x = randn(rng, 19, 512, device=device).to(torch.bfloat16)
+    compiled_matches_eager(lambda x, w: torch.ops.lowbit.mmq(x, w, int(QuantType.IQ3_S)), x, w)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_moe_ops(device: str, rng: np.random.Generator) -> None:
+    from lowbit import compat_moe, moe
+
+    q, experts, top_k = QuantType.IQ4_NL, 4, 2
+    w13, _ = random_weight(q, 64, 64, rng, experts=experts, device=device)
+    w2, _ = random_weight(QuantType.Q8_0, 64, 32, rng, experts=experts, device=device)
+    x = randn(rng, 5, 64, device=device)
+    ids = torch.from_numpy(rng.integers(-1, experts + 1, (5, top_k))).to(device)
+    weights = torch.from_numpy(rng.uniform(0.1, 1.0, (5, top_k)).astype(np.float32)).to(device)
+    compiled_matches_eager(lambda t: moe.moe_align(t, experts, 64)[0], ids)
+    compiled_matches_eager(lambda x, w, t: moe.moe_vec(x, w, q, t, top_k), x, w13, ids)
+    compiled_matches_eager(
+        lambda x, w, t: moe.moe_batched(x, w, q, moe.moe_align(t, experts, 64), top_k, pairs=t.numel()), x, w13, ids
+    )
+    compiled_matches_eager(
+        lambda x, a, b, tw, t: moe.moe_layer(x, a, b, tw, t, w13_type=q, w2_type=QuantType.Q8_0, route="auto"),
+        x,
+        w13,
+        w2,
+        weights,
+        ids,
+    )
+    block = compat_moe.ggml_moe_get_block_size(int(q))
+    compiled_matches_eager(lambda x, w, t: compat_moe.ggml_moe_a8_vec(x, w, t, top_k, int(q), 64, 5), x, w13, ids)
+    assert block > 0

@@ -73,7 +73,9 @@ def test_mmq_matches_references(qtype: QuantType, m: int, n: int, k_want: int) -
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ2_XXS, QuantType.MXFP8_E4M3], ids=lambda q: q.type_name)
+@pytest.mark.parametrize(
+    "qtype", [QuantType.IQ4_XS, QuantType.IQ2_XXS, QuantType.MXFP8_E4M3], ids=lambda q: q.type_name
+)
 def test_mmq_activation_dtypes_and_leading_dims(dtype: torch.dtype, qtype: QuantType) -> None:
     rng = np.random.default_rng(fresh_seed())
     n, k = 264, _k_for(qtype, 1024)

@@ -52,6 +52,8 @@ void fill_cuda_kernels(QuantType t, KernelSet& k) {
   if (info == nullptr || !info->is_weight) return;
   k.cuda_dequant = true;
   k.cuda_mmvq = true;
+  k.cuda_moe_vec = true;  // the MoE kernels are instantiated for every weight type
+  k.cuda_moe_batched = true;
 #if defined(LOWBIT_WITH_SM90A)
   k.cuda_mmq = true;  // compiled for sm_90a: runs on compute capability 9.0 devices
 #endif

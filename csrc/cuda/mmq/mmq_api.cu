@@ -61,7 +61,8 @@ void mmq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, 
   const int64_t rb = row_bytes(t, k, "k");
   LOWBIT_CHECK(m >= 1, "x: MMQ needs at least one token, got M = ", m);
   LOWBIT_CHECK(n >= 0, "w: rows/N must be >= 0, got ", n);
-  LOWBIT_CHECK(mmq_available(), "mmq: needs a compute capability 9.0 GPU and a build for sm_90a (LOWBIT_CUDA_ARCHS "
+  LOWBIT_CHECK(mmq_available(),
+               "mmq: needs a compute capability 9.0 GPU and a build for sm_90a (LOWBIT_CUDA_ARCHS "
                "holding 90a); use dequantize + a bf16 GEMM elsewhere");
   LOWBIT_CHECK(n == 0 || w.data != nullptr, "w: data pointer is null");
   LOWBIT_CHECK(aligned(w.data, 16), "w: data must be 16-byte aligned (the kernel copies it in aligned 16-byte pieces)");
@@ -122,8 +123,7 @@ void mmq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, 
                             y_type,
                             static_cast<uint8_t*>(workspace)};
 #if defined(LOWBIT_WITH_SM90A)
-  visit_weight_type(t,
-                    [&](auto traits) { cuda_detail::launch_mmq<decltype(traits)::kType>(args, config, stream); });
+  visit_weight_type(t, [&](auto traits) { cuda_detail::launch_mmq<decltype(traits)::kType>(args, config, stream); });
 #endif
 }
 

@@ -19,7 +19,7 @@ struct MmqArgs {
   int64_t scale_row_stride;
   int64_t n;
   int64_t k;
-  const void* x;         // [M, K] in x_type, row stride x_row_stride elements
+  const void* x;  // [M, K] in x_type, row stride x_row_stride elements
   int64_t x_row_stride;
   FloatType x_type;
   int64_t m;

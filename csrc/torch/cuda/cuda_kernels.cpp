@@ -66,12 +66,13 @@ at::Tensor dequantize_cuda(const at::Tensor& w, int64_t qtype, int64_t k, const 
 at::Tensor run_plan(const Plan& plan, const AlignedWeight& a, const at::Tensor& x2) {
   at::Tensor x = x2.contiguous();
   if (!aligned16(x.data_ptr()) || x.stride(0) % 8 != 0) x = x.clone();
-  // the workspace from torch's caching allocator (stream-ordered, graph-safe), only where the plan reads one
+  // the output first (it takes the block the caching allocator offers first), then the workspace
+  // from torch's caching allocator (stream-ordered, graph-safe), only where the plan reads one
+  at::Tensor y = at::empty({plan.m, plan.n}, x.options());
   const at::Tensor ws = plan.workspace_bytes > 0
                             ? at::empty({static_cast<int64_t>(plan.workspace_bytes)}, x.options().dtype(at::kByte))
                             : at::Tensor();
   void* const ws_ptr = plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr;
-  at::Tensor y = at::empty({plan.m, plan.n}, x.options());
   translate_errors([&] {
     cuda::execute(plan, a.arg.view, x.data_ptr(), float_type(x.scalar_type()), x.stride(0), y.data_ptr(), plan.n,
                   ws_ptr, plan.workspace_bytes, c10::cuda::getCurrentCUDAStream());
@@ -93,7 +94,8 @@ at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
     options.kernel = translate_errors([&] { return parse_dense_kernel(std::string(route), "route"); });
     TORCH_CHECK_VALUE(options.kernel == DenseKernel::kMmvq || options.kernel == DenseKernel::kMmq ||
                           options.kernel == DenseKernel::kDequantMatmul,
-                      "route: \"", std::string(route), "\" is not built for CUDA (use auto, mmvq, mmq or dequant_matmul)");
+                      "route: \"", std::string(route),
+                      "\" is not built for CUDA (use auto, mmvq, mmq or dequant_matmul)");
   }
   const Plan plan =
       translate_errors([&] { return plan_linear(p.w.type, p.m, p.w.rows, p.w.k, device_facts(w.device()), options); });
