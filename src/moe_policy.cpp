@@ -8,11 +8,13 @@
 namespace lowbit {
 namespace {
 
-// PROVISIONAL (2026-12-01): the vector kernel reads each pair's expert rows once per pair, the
-// batched kernel once per block of kMoeBlockSize pairs of one expert; at top-8 over 128 experts a
-// block holds about one pair until some 16 tokens, so both read about the same bytes below that
-// and the vector kernel has more blocks in flight. Not measured yet: bench_moe.py's moe_layer rows
-// (kernel=moe_vec vs moe_batched) are to replace this with the measured crossing per device.
+// Tokens up to which the vector kernel beats the batched one. Measured on the H200 (sm_90) for one
+// projection over E=128, top-8, N=768, K=2048 (benchmarks/results/h200/moe-20261201-b6b267f.csv):
+// at 32 tokens the vector kernel leads for iq2_xxs / iq3_s / iq4_xs (224 / 295 / 290 us against
+// 306 / 352 / 330), at 128 the batched one (324 / 368 / 352 against 856 / 1098 / 1121). Other
+// architectures keep the provisional 16 (where a block of the batched kernel holds about one pair).
+// The whole layer's rows (moe_layer) were not measured yet.
+constexpr int64_t kMeasuredVectorMaxTokensSm90 = 32;
 constexpr int64_t kProvisionalVectorMaxTokens = 16;
 
 size_t align_up(size_t v, size_t a) {
@@ -37,8 +39,8 @@ MoeKernel parse_moe_kernel(const std::string& name, const char* arg) {
   detail::fail(arg, ": unknown MoE kernel \"", name, "\" (auto, moe_vec, moe_batched)");
 }
 
-int64_t moe_vector_max_tokens(const MoeShape&, const DeviceFacts&) {
-  return kProvisionalVectorMaxTokens;
+int64_t moe_vector_max_tokens(const MoeShape&, const DeviceFacts& device) {
+  return device.compute_major == 9 ? kMeasuredVectorMaxTokensSm90 : kProvisionalVectorMaxTokens;
 }
 
 int64_t moe_sorted_capacity(int64_t pairs, int64_t experts, int block_size) {
@@ -63,6 +65,7 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
   p.blocks = (p.sorted_capacity + p.block_size - 1) / p.block_size;
   p.segments = (p.pairs + kMoeRoutingSegment - 1) / kMoeRoutingSegment;
   const int64_t limit = moe_vector_max_tokens(s, device);
+  const char* const source = device.compute_major == 9 ? "measured" : "provisional";
   std::ostringstream why;
   if (force != nullptr) {
     LOWBIT_CHECK(*force == MoeKernel::kVector || *force == MoeKernel::kBatched, "kernel: unknown MoeKernel value ",
@@ -71,10 +74,10 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
     why << moe_kernel_name(p.kernel) << " forced by the caller";
   } else if (s.tokens <= limit) {
     p.kernel = MoeKernel::kVector;
-    why << "T = " << s.tokens << " <= " << limit << " (provisional vector limit): one pass per pair over its expert";
+    why << "T = " << s.tokens << " <= " << limit << " (" << source << " vector limit): one pass per pair over its expert";
   } else {
     p.kernel = MoeKernel::kBatched;
-    why << "T = " << s.tokens << " > " << limit << " (provisional vector limit): pairs grouped per expert in blocks of "
+    why << "T = " << s.tokens << " > " << limit << " (" << source << " vector limit): pairs grouped per expert in blocks of "
         << p.block_size << ", bf16 tensor-core tiles over decoded weight tiles";
   }
   p.reason = why.str();

@@ -20,7 +20,13 @@ from pathlib import Path
 def ctest_counts(log: Path) -> str:
     if not log.exists():
         return "ctest: no log"
-    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", log.read_text(errors="replace"))
+    text = log.read_text(errors="replace")
+    # "100% tests passed out of 78" when none failed, "96% tests passed, 2 tests failed out of 50" else
+    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", text)
+    if m is None:
+        every = re.search(r"100% tests passed out of (\d+)", text)
+        if every is not None:
+            return f"ctest: {every.group(1)} passed, 0 failed of {every.group(1)}"
     if not m:
         return "ctest: no summary line (crashed?)"
     failed, total = int(m.group(2)), int(m.group(3))
