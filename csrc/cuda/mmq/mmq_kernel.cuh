@@ -41,21 +41,6 @@ __host__ __device__ constexpr int mmq_permuted_source(int j) {
   return 8 * ((j & 7) >> 1) + 4 * (j >> 4) + 2 * ((j >> 3) & 1) + (j & 1);
 }
 
-template <class Act>
-__device__ __forceinline__ float act_to_float(Act v);
-template <>
-__device__ __forceinline__ float act_to_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ float act_to_float<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <>
-__device__ __forceinline__ float act_to_float<__half>(__half v) {
-  return __half2float(v);
-}
-
 // xp[r, j] = bf16(x[r, span(j) * 32 + mmq_permuted_source(j mod 32)]), zero past K; one thread
 // per output pair (the pair's sources are neighbours too).
 template <class Act>
@@ -69,8 +54,8 @@ __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_
   float v0 = 0.0f, v1 = 0.0f;
   if (src < a.k) {
     const Act* x = static_cast<const Act*>(a.x) + r * a.x_row_stride + src;
-    v0 = act_to_float<Act>(x[0]);
-    v1 = act_to_float<Act>(x[1]);
+    v0 = static_cast<float>(x[0]);  // float, __nv_bfloat16 and __half all convert exactly
+    v1 = static_cast<float>(x[1]);
   }
   reinterpret_cast<__nv_bfloat162*>(a.workspace)[(r * k_pad + j) / 2] = __floats2bfloat162_rn(v0, v1);
 }

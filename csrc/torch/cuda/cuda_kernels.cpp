@@ -5,7 +5,6 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
-#include "composite.h"
 #include "cuda/moe_ops.h"
 #include "lowbit/cuda.h"
 #include "lowbit/dispatch.h"
@@ -32,18 +31,6 @@ AlignedWeight aligned_weight(const WeightArg& arg, const at::Tensor& w, const st
     a.arg.view.data = a.w.data_ptr();
   }
   return a;
-}
-
-at::Tensor dequantize_expert_cuda(const WeightArg& w, int64_t e, at::ScalarType dtype) {
-  at::Tensor out =
-      at::empty({w.rows, w.k}, at::TensorOptions().dtype(dtype).device(at::kCUDA, c10::cuda::current_device()));
-  WeightView v = w.view;
-  v.data = static_cast<const uint8_t*>(w.view.data) + e * w.view.expert_stride;
-  v.scales = w.view.scales ? w.view.scales + e * w.view.scale_expert_stride : nullptr;
-  translate_errors([&] {
-    cuda::dequantize(w.type, v, w.rows, w.k, out.data_ptr(), float_type(dtype), w.k, c10::cuda::getCurrentCUDAStream());
-  });
-  return out;
 }
 
 at::Tensor dequantize_cuda(const at::Tensor& w, int64_t qtype, int64_t k, const std::optional<at::Tensor>& scales,
