@@ -95,7 +95,7 @@ MmvqConfig plan_pass(int64_t n, int64_t k, int64_t m, MmvqMath math, const Devic
 
 }  // namespace
 
-MmvqConfig plan_mmvq_pass(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device, MmvqMath math) {
+void check_mmvq_pass(QuantType t, int64_t m, int64_t n, int64_t k, MmvqMath math) {
   weight_type_info(static_cast<int64_t>(t), "qtype");
   row_bytes(t, k, "k");
   LOWBIT_CHECK(n >= 0, "w: rows/N must be >= 0, got ", n);
@@ -104,6 +104,10 @@ MmvqConfig plan_mmvq_pass(QuantType t, int64_t m, int64_t n, int64_t k, const De
                "math: unknown MmvqMath value ", static_cast<int>(math));
   LOWBIT_CHECK(math != MmvqMath::kInt8 || mmvq_int8_supported(t, m), "math: int8 MMVQ serves M <= ", kMmvqInt8MaxTokens,
                " tokens of every type but mxfp8_e4m3; got ", type_name(t), " with M = ", m);
+}
+
+MmvqConfig plan_mmvq_pass(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device, MmvqMath math) {
+  check_mmvq_pass(t, m, n, k, math);
   const MmvqMath run = resolve_mmvq_math(t, m, math);
   MmvqConfig c;
   visit_weight_type(t, [&](auto traits) { c = plan_pass<decltype(traits)>(n, k, m, run, device); });

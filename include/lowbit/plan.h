@@ -76,6 +76,10 @@ Plan plan_linear(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts
 
 // The plan of one MMVQ pass of M <= kMmvqMaxTokens tokens (the kernel, arithmetic and launch
 // shape), checked as plan_linear checks; `math` kInt8 requires mmvq_int8_supported(t, m).
+// plan_mmvq_pass's argument checks alone (no device facts needed): callers check before they ask
+// the device.
+void check_mmvq_pass(QuantType t, int64_t m, int64_t n, int64_t k, MmvqMath math = MmvqMath::kAuto);
+
 MmvqConfig plan_mmvq_pass(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device,
                           MmvqMath math = MmvqMath::kAuto);
 

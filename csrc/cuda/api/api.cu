@@ -102,10 +102,12 @@ Plan plan_linear(QuantType t, int64_t m, int64_t n, int64_t k, const PlanOptions
 }
 
 MmvqKernel mmvq_kernel(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math) {
+  check_mmvq_pass(t, m, n, k, math);  // bad arguments speak before the device is asked
   return plan_mmvq_pass(t, m, n, k, device_facts(), math).kernel;
 }
 
 bool mmvq_reads_workspace(QuantType t, int64_t n, int64_t k, int64_t m, MmvqMath math) {
+  check_mmvq_pass(t, m, n, k, math);
   return plan_mmvq_pass(t, m, n, k, device_facts(), math).workspace_bytes > 0;
 }
 
@@ -173,14 +175,16 @@ void* workspace_or_allocate(void* workspace, size_t need, StreamOrderedBuffer& o
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
           int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math, void* workspace,
           size_t workspace_bytes) {
+  // every argument check before the device is asked for its facts (they hold without a GPU too)
   check_weight(t, w, n, k, "mmvq");
-  const MmvqConfig config = plan_mmvq_pass(t, m, n, k, device_facts(), math);
+  check_mmvq_pass(t, m, n, k, math);
   check_activations(x, x_type, m, x_row_stride, y, y_row_stride, n, k);
   // callers that do not plan size the workspace by mmvq_workspace_bytes; the plan says whether it is read
   const size_t need = mmvq_workspace_bytes(t, m, k, math);
   LOWBIT_CHECK(workspace == nullptr || workspace_bytes >= need, "workspace: ", workspace_bytes,
                " bytes is less than the ", need, " bytes mmvq_workspace_bytes asks for");
   LOWBIT_CHECK(aligned16(workspace), "workspace: must be 16-byte aligned");
+  const MmvqConfig config = plan_mmvq_pass(t, m, n, k, device_facts(), math);
   if (n == 0) return;
   StreamOrderedBuffer owned{nullptr, stream};
   workspace = workspace_or_allocate(workspace, config.workspace_bytes, owned, stream);
