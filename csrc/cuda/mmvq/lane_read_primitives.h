@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "lowbit/formats/common.h"
+#include "lowbit/formats/traits.h"
 #include "lowbit/quant_type.h"
 
 namespace lowbit {
@@ -26,6 +27,13 @@ namespace lowbit {
 // Each yields exactly what the format's own reads yield (the GTest checks it on random blocks).
 template <QuantType T>
 struct LaneReads {};
+
+// What a LaneReads specialization reads: the format's traits and block struct, by their names.
+template <QuantType T>
+struct LaneReadsBase {
+  using Format = FormatTraits<T>;
+  using Block = typename Format::Block;
+};
 
 // A little-endian word (halfword) of weight bytes at a 4-byte (2-byte) aligned address, read whole
 // on the device: a plain load whose users each take one byte is narrowed into byte loads.

@@ -10,10 +10,7 @@
 namespace lowbit {
 
 template <>
-struct LaneReads<QuantType::IQ1_S> {
-  using Format = FormatTraits<QuantType::IQ1_S>;
-  using Block = Format::Block;
-
+struct LaneReads<QuantType::IQ1_S> : LaneReadsBase<QuantType::IQ1_S> {
   // The aligned-word read of sub-block ib (HasLaneWords): its 4 index bytes in two word loads, qh
   // and d in two more (eight in the SASS of the block reads).
   struct LaneWords {
@@ -35,10 +32,7 @@ struct LaneReads<QuantType::IQ1_S> {
 };
 
 template <>
-struct LaneReads<QuantType::IQ1_M> {
-  using Format = FormatTraits<QuantType::IQ1_M>;
-  using Block = Format::Block;
-
+struct LaneReads<QuantType::IQ1_M> : LaneReadsBase<QuantType::IQ1_M> {
   // The word read of sub-block ib (HasLaneWords; the blocks are 8-byte aligned, `odd` is always
   // false): its 4 index bytes as one word, its 2 qh bytes as one halfword and the scale words as
   // one 64-bit load (seven loads in the SASS of the block reads).

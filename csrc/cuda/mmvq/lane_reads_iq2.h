@@ -12,10 +12,7 @@
 namespace lowbit {
 
 template <>
-struct LaneReads<QuantType::IQ2_XXS> {
-  using Format = FormatTraits<QuantType::IQ2_XXS>;
-  using Block = Format::Block;
-
+struct LaneReads<QuantType::IQ2_XXS> : LaneReadsBase<QuantType::IQ2_XXS> {
   // sub-block s's 8 bytes (grid indices, then signs and scale)
   LOWBIT_HD static constexpr int lane_anchor(int s) { return static_cast<int>(offsetof(Block, qs)) + 8 * s; }
 
@@ -50,10 +47,7 @@ struct LaneReads<QuantType::IQ2_XXS> {
 };
 
 template <>
-struct LaneReads<QuantType::IQ2_S> {
-  using Format = FormatTraits<QuantType::IQ2_S>;
-  using Block = Format::Block;
-
+struct LaneReads<QuantType::IQ2_S> : LaneReadsBase<QuantType::IQ2_S> {
   // The aligned-word read of sub-block ib (HasLaneWords): its 4 index and 4 sign bytes in four
   // word loads, qh, the scale byte and d in three more (thirteen in the SASS of the block reads).
   struct LaneWords {

@@ -10,10 +10,7 @@
 namespace lowbit {
 
 template <>
-struct LaneReads<QuantType::IQ3_XXS> {
-  using Format = FormatTraits<QuantType::IQ3_XXS>;
-  using Block = Format::Block;
-
+struct LaneReads<QuantType::IQ3_XXS> : LaneReadsBase<QuantType::IQ3_XXS> {
   // The aligned-word read of sub-block ib (HasLaneWords): its 8 index bytes, its sign/scale word
   // and d in six word loads (fourteen byte and halfword loads in the SASS of the block reads).
   struct LaneWords {
@@ -38,10 +35,7 @@ struct LaneReads<QuantType::IQ3_XXS> {
 };
 
 template <>
-struct LaneReads<QuantType::IQ3_S> {
-  using Format = FormatTraits<QuantType::IQ3_S>;
-  using Block = Format::Block;
-
+struct LaneReads<QuantType::IQ3_S> : LaneReadsBase<QuantType::IQ3_S> {
   // Group l's grid rows from its two low index bytes and the sub-block's high-bit byte qh.
   LOWBIT_HD static void grid_rows(uint32_t low0, uint32_t low1, uint32_t qh, int l, const Codebooks& cb, uint32_t& row0,
                                   uint32_t& row1) {

@@ -34,10 +34,7 @@ struct Iq4xsWords {
 }  // namespace detail
 
 template <>
-struct LaneReads<QuantType::IQ4_NL> {
-  using Format = FormatTraits<QuantType::IQ4_NL>;
-  using Block = Format::Block;
-
+struct LaneReads<QuantType::IQ4_NL> : LaneReadsBase<QuantType::IQ4_NL> {
   // decode_i8 as addends (nibble_lookup_addends): fewer instructions where a dot product is all
   // the caller does with the group (the dp4a MMVQ at one token)
   LOWBIT_HD static Int8Addends decode_i8_addends(BlockRef b, int g, const Codebooks& cb) {
@@ -63,10 +60,7 @@ struct LaneReads<QuantType::IQ4_NL> {
 };
 
 template <>
-struct LaneReads<QuantType::IQ4_XS> {
-  using Format = FormatTraits<QuantType::IQ4_XS>;
-  using Block = Format::Block;
-
+struct LaneReads<QuantType::IQ4_XS> : LaneReadsBase<QuantType::IQ4_XS> {
   // sub-block s's code bytes
   LOWBIT_HD static constexpr int lane_anchor(int s) { return static_cast<int>(offsetof(Block, qs)) + 16 * s; }
 
