@@ -74,11 +74,13 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
     why << moe_kernel_name(p.kernel) << " forced by the caller";
   } else if (s.tokens <= limit) {
     p.kernel = MoeKernel::kVector;
-    why << "T = " << s.tokens << " <= " << limit << " (" << source << " vector limit): one pass per pair over its expert";
+    why << "T = " << s.tokens << " <= " << limit << " (" << source
+        << " vector limit): one pass per pair over its expert";
   } else {
     p.kernel = MoeKernel::kBatched;
-    why << "T = " << s.tokens << " > " << limit << " (" << source << " vector limit): pairs grouped per expert in blocks of "
-        << p.block_size << ", bf16 tensor-core tiles over decoded weight tiles";
+    why << "T = " << s.tokens << " > " << limit << " (" << source
+        << " vector limit): pairs grouped per expert in blocks of " << p.block_size
+        << ", bf16 tensor-core tiles over decoded weight tiles";
   }
   p.reason = why.str();
 

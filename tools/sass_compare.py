@@ -19,6 +19,9 @@ FUNCTION = re.compile(r"^\s*Function : (\S+)")
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
 # relative branch targets and absolute addresses differ when code moves; they say nothing of speed
 ADDRESS = re.compile(r"0x[0-9a-f]+")
+# kernels in an anonymous namespace carry a hash of their source's path in the mangled name, so
+# the same kernel built from two checkouts in different folders would not pair up
+ANONYMOUS_NAMESPACE = re.compile(r"_GLOBAL__N__[0-9a-f]+_")
 
 
 def kernels(path: str) -> dict[str, list[str]]:
@@ -29,7 +32,7 @@ def kernels(path: str) -> dict[str, list[str]]:
     for line in text.splitlines():
         m = FUNCTION.match(line)
         if m:
-            current = out.setdefault(m.group(1), [])
+            current = out.setdefault(ANONYMOUS_NAMESPACE.sub("_GLOBAL__N__", m.group(1)), [])
             current.clear()
             continue
         m = INSTRUCTION.search(line)

@@ -173,22 +173,6 @@ void expect_int8_form_matches(std::mt19937& rng) {
         decode_group_f32<Traits>(block, g, cb, ref + kGroupElems * g);
       for (int g = 0; g < Traits::kBlockElems / kGroupElems; ++g) {
         const Int8Group q = Traits::decode_i8(block, g, cb);
-        if constexpr (HasI8Addends<Traits>::value) {  // the dp4a MMVQ's one-token form
-          const Int8Addends s = Traits::decode_i8_addends(block, g, cb);
-          for (int j = 0; j < 8; ++j) {
-            const int sum = static_cast<int8_t>(group_byte(s.a, j)) + static_cast<int8_t>(group_byte(s.b, j));
-            ASSERT_EQ(sum, static_cast<int8_t>(group_byte(q.q, j))) << Traits::kName << " group " << g << " byte " << j;
-          }
-        }
-        if constexpr (HasWholeSubAddends<Traits>::value) {  // the same through the whole-sub-block read
-          const Int8Addends s = Traits::decode_i8_addends_whole_sub(block, g, cb);
-          for (int j = 0; j < 8; ++j) {
-            const int sum = static_cast<int8_t>(group_byte(s.a, j)) + static_cast<int8_t>(group_byte(s.b, j));
-            ASSERT_EQ(sum, static_cast<int8_t>(group_byte(q.q, j))) << Traits::kName << " group " << g << " byte " << j;
-          }
-        }
-        const Int8Group q_whole = decode_i8_in_sub_block<Traits>(block, g, cb);  // the dp4a MMVQ's read
-        ASSERT_TRUE(q_whole.q[0] == q.q[0] && q_whole.q[1] == q.q[1]) << Traits::kName << " group " << g;
         for (int j = 0; j < 8; ++j) {
           const int e = i8_element(Traits::kI8Order, g, j);
           const auto v = static_cast<int8_t>(group_byte(q.q, j));
@@ -204,11 +188,6 @@ void expect_int8_form_matches(std::mt19937& rng) {
   }
 }
 
-// the check of decode_i8_in_sub_block above must meet the formats' own whole-sub-block reads
-static_assert(HasWholeSubGrid<FormatTraits<QuantType::IQ2_XXS>>::value &&
-                  HasWholeSubDecode<FormatTraits<QuantType::IQ4_XS>>::value,
-              "IQ2_XXS and IQ4_XS define whole-sub-block reads (the forms checked above)");
-
 TEST(Int8Form, EqualsTheFloatDecodeForEveryIntegerFormat) {
   std::mt19937 rng(std::random_device{}());
   int formats = 0;
@@ -218,145 +197,6 @@ TEST(Int8Form, EqualsTheFloatDecodeForEveryIntegerFormat) {
   LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_INT8)
 #undef LOWBIT_CHECK_INT8
   EXPECT_EQ(formats, 13);  // every weight type but MXFP8 (E4M3 values are not integers)
-}
-
-// The dp4a MMVQ's aligned-word read (HasLaneWords): every sub-block of every block of a row of
-// paired blocks (a 4-byte-aligned row of an even number of blocks, random bytes around it) read
-// through lane_words decodes as the block's own decode_i8 (grid_i8, addends) and scale_i8; and
-// what it decodes does not change when every byte outside the row does.
-template <class Traits>
-void expect_lane_words_match(std::mt19937& rng) {
-  using Words = typename Traits::LaneWords;
-  const Codebooks cb = host_codebooks();
-  constexpr int kBlocks = 12, kSubs = Traits::kBlockElems / 32, kScalesPerSub = 32 / Traits::kI8ScaleElems;
-  constexpr int kPad = 8, kRowBytes = kBlocks * Traits::kBlockBytes;
-  std::vector<uint8_t> bytes(kPad + kRowBytes + kPad);
-  const uint8_t* row = bytes.data() + kPad;  // 4-byte aligned (vector storage is)
-  ASSERT_EQ(reinterpret_cast<uintptr_t>(row) % 4, 0u);
-  auto decode_all = [&](const Words& w, std::vector<uint32_t>& out) {
-    out.clear();
-    for (int h = 0; h < kScalesPerSub; ++h) {
-      const float v = Traits::scale_i8_from(w, h);
-      uint32_t bits;
-      std::memcpy(&bits, &v, 4);
-      out.push_back(bits);
-    }
-    for (int l = 0; l < 4; ++l) {
-      const Int8Group q = decode_i8_from_words<Traits>(w, l, cb);
-      out.push_back(q.q[0]), out.push_back(q.q[1]);
-    }
-  };
-  std::vector<uint32_t> first, again;
-  for (int trial = 0; trial < 200; ++trial) {
-    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-    for (int j = 0; j < kBlocks; ++j) {
-      const bool odd = Traits::kBlockBytes % 4 == 2 && j % 2 == 1;  // 4-byte-aligned blocks: never
-      const uint8_t* block = row + j * Traits::kBlockBytes;
-      const BlockRef b{block, 0};
-      for (int s = 0; s < kSubs; ++s) {
-        const Words w = Traits::lane_words(block - (odd ? 2 : 0), s, odd);
-        for (int h = 0; h < kScalesPerSub; ++h) {
-          const float v = Traits::scale_i8(b, kScalesPerSub * s + h), v_words = Traits::scale_i8_from(w, h);
-          ASSERT_TRUE(v == v_words || (std::isnan(v) && std::isnan(v_words)))
-              << Traits::kName << " block " << j << " sub-block " << s;
-        }
-        for (int l = 0; l < 4; ++l) {
-          const Int8Group q = Traits::decode_i8(b, 4 * s + l, cb), q_words = decode_i8_from_words<Traits>(w, l, cb);
-          ASSERT_TRUE(q.q[0] == q_words.q[0] && q.q[1] == q_words.q[1])
-              << Traits::kName << " block " << j << " sub-block " << s << " group " << l;
-          if constexpr (HasGridI8<Traits>::value) {
-            const GridGroup g = Traits::grid_i8(b, 4 * s + l, cb), g_words = Traits::grid_i8_from(w, l, cb);
-            ASSERT_TRUE(g.mag[0] == g_words.mag[0] && g.mag[1] == g_words.mag[1] && g.signs == g_words.signs)
-                << Traits::kName << " block " << j << " sub-block " << s << " group " << l;
-          }
-          if constexpr (HasI8Addends<Traits>::value) {
-            const Int8Addends a = Traits::decode_i8_addends_from(w, l, cb);
-            for (int e = 0; e < 8; ++e) {
-              const int sum = static_cast<int8_t>(group_byte(a.a, e)) + static_cast<int8_t>(group_byte(a.b, e));
-              ASSERT_EQ(sum, static_cast<int8_t>(group_byte(q.q, e))) << Traits::kName << " block " << j;
-            }
-          }
-        }
-        // the same decode with every byte outside the row replaced
-        decode_all(w, first);
-        for (int i = 0; i < kPad; ++i) bytes[i] ^= 0xA5u, bytes[kPad + kRowBytes + i] ^= 0x5Au;
-        decode_all(Traits::lane_words(block - (odd ? 2 : 0), s, odd), again);
-        ASSERT_EQ(first, again) << Traits::kName << " block " << j << " sub-block " << s << " reads outside the row";
-      }
-    }
-  }
-}
-
-TEST(Int8Form, LaneWordsEqualTheBlockReads) {
-  int formats = 0;
-#define LOWBIT_CHECK_LANE_WORDS(Name)                                 \
-  if constexpr (HasLaneWords<FormatTraits<QuantType::Name>>::value) { \
-    const unsigned seed = std::random_device{}();                     \
-    SCOPED_TRACE(seed); /* reproduces a failure */                    \
-    std::mt19937 rng(seed);                                           \
-    expect_lane_words_match<FormatTraits<QuantType::Name>>(rng);      \
-    ++formats;                                                        \
-  }
-  LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_LANE_WORDS)
-#undef LOWBIT_CHECK_LANE_WORDS
-  // IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (not IQ2_XS, Q5_0, Q8_0)
-  EXPECT_EQ(formats, 8);
-}
-
-// dp4a as the hardware computes it: the four signed bytes of a times those of b, summed.
-int dp4a_host(uint32_t a, uint32_t b) {
-  int sum = 0;
-  for (int i = 0; i < 4; ++i)
-    sum += static_cast<int8_t>(static_cast<uint8_t>(a >> (8 * i))) *
-           static_cast<int8_t>(static_cast<uint8_t>(b >> (8 * i)));
-  return sum;
-}
-
-TEST(GridSigns, ByteMaskSpreadsEachBit) {
-  for (uint32_t nibble = 0; nibble < 16; ++nibble) {
-    uint32_t expected = 0;
-    for (int i = 0; i < 4; ++i)
-      if (nibble >> i & 1u) expected |= 0xFFu << (8 * i);
-    EXPECT_EQ(sign_byte_mask4(nibble), expected) << "nibble " << nibble;
-  }
-}
-
-// grid_i8 (magnitudes and signs apart) gives decode_i8 once the signs are applied, and its split
-// dot product dot(mag, x) - 2 dot(mag & mask, x) equals the signed one, on random blocks and x.
-template <class Traits>
-int expect_split_signs_match(std::mt19937& rng) {
-  if constexpr (HasGridI8<Traits>::value) {
-    const Codebooks cb = host_codebooks();
-    std::vector<uint8_t> bytes(Traits::kBlockBytes);
-    for (int trial = 0; trial < 500; ++trial) {
-      for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-      const BlockRef block{bytes.data(), 0};
-      for (int g = 0; g < Traits::kBlockElems / kGroupElems; ++g) {
-        const Int8Group q = Traits::decode_i8(block, g, cb);
-        const GridGroup grid = grid_i8_in_sub_block<Traits>(block, g, cb);
-        const Int8Group signed_grid = apply_sign_bits(grid);
-        EXPECT_TRUE(grid.signs < 256u && signed_grid.q[0] == q.q[0] && signed_grid.q[1] == q.q[1])
-            << Traits::kName << " group " << g;
-        for (int w = 0; w < 2; ++w) {
-          const uint32_t x = static_cast<uint32_t>(rng());
-          const uint32_t mask = sign_byte_mask4(w ? grid.signs >> 4 : grid.signs & 0xFu);
-          EXPECT_EQ(dp4a_host(grid.mag[w], x) - 2 * dp4a_host(grid.mag[w] & mask, x), dp4a_host(q.q[w], x))
-              << Traits::kName << " group " << g << " word " << w;
-        }
-      }
-    }
-    return 1;
-  }
-  return 0;
-}
-
-TEST(GridSigns, SplitDotEqualsTheSignedDotForEveryGridFormat) {
-  std::mt19937 rng(std::random_device{}());
-  int formats = 0;
-#define LOWBIT_CHECK_GRID(Name) formats += expect_split_signs_match<FormatTraits<QuantType::Name>>(rng);
-  LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_GRID)
-#undef LOWBIT_CHECK_GRID
-  EXPECT_EQ(formats, 5);  // IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S
 }
 
 TEST(Int8Form, ElementOrdersArePermutations) {

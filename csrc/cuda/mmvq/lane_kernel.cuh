@@ -6,7 +6,7 @@
 // two rows at a time over the whole K (lane_shape, per format): thread i of the team takes
 // sub-blocks i, i + T, ... (T threads) and decodes each one's four int8 groups straight from
 // global memory with decode_i8_in_sub_block (the format's decode_i8, or its whole-sub-block read
-// where it has one and lane_shape asks for it; at one token the IQ4 formats' groups come as two
+// where it has one, lane_reads.h, and lane_shape asks for it; at one token the IQ4 formats' groups come as two
 // dp4a addends, kAddends; every weight byte is read by one thread; a warp's loads of a round
 // cover a contiguous run of the row), multiplies them with dp4a against each
 // token's activation codes (loaded once for the team's rows), and scales the sub-block's int32
@@ -27,6 +27,7 @@
 #include "cuda/common/device_codebooks.cuh"
 #include "cuda/common/int8_activations.cuh"
 #include "cuda/common/ptx.cuh"
+#include "cuda/mmvq/lane_reads.h"
 #include "cuda/mmvq/mmvq_args.h"
 #include "cuda/mmvq/mmvq_tiling.h"
 #include "cuda/mmvq/row_pipeline.cuh"
@@ -115,16 +116,6 @@ __device__ __forceinline__ void copy_prologue_codes(const MmvqArgs& a, uint8_t* 
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
-
-// A format's LaneWords where it has them (HasLaneWords), else an empty placeholder.
-template <class Traits, class = void>
-struct LaneWordsOf {
-  struct type {};
-};
-template <class Traits>
-struct LaneWordsOf<Traits, std::void_t<typename Traits::LaneWords>> {
-  using type = typename Traits::LaneWords;
-};
 
 // kTokens (1, 2, or 4 for M = 3, 4) >= M; the shape is lane_shape<Traits>(kTokens, kWords) (the
 // tuning table, tuning/sm90.h). kWords: the format's blocks are read as aligned words
@@ -265,7 +256,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         if constexpr (Traits::kSplitScales) split = split_scale[r][step * kTeamThreads];
         const BlockRef b{w[r] + step * kStep - anchor, split};
         [[maybe_unused]] typename LaneWordsOf<Traits>::type words{};
-        if constexpr (kWords) words = Traits::lane_words(w[r] + step * kStep, sub, odd);
+        if constexpr (kWords) words = LaneReadsOf<Traits>::lane_words(w[r] + step * kStep, sub, odd);
         int sum[kTokens][Tl::kScalesPerSub] = {};
         [[maybe_unused]] int negated[Tl::kScalesPerSub] = {};  // kSplitSigns: the negated weights' dot
 #pragma unroll
@@ -274,7 +265,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
           if constexpr (kSplitSigns) {
             GridGroup q;
             if constexpr (kWords)
-              q = Traits::grid_i8_from(words, t, cb);
+              q = LaneReadsOf<Traits>::grid_i8_from(words, t, cb);
             else
               q = grid_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
 #pragma unroll
@@ -286,11 +277,11 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
           } else if constexpr (kAddends) {
             Int8Addends q;
             if constexpr (kWords)
-              q = Traits::decode_i8_addends_from(words, t, cb);
+              q = LaneReadsOf<Traits>::decode_i8_addends_from(words, t, cb);
             else if constexpr (kWideAddends)
-              q = Traits::decode_i8_addends_whole_sub(b, 4 * sub + t, cb);
+              q = LaneReadsOf<Traits>::decode_i8_addends_whole_sub(b, 4 * sub + t, cb);
             else
-              q = Traits::decode_i8_addends(b, 4 * sub + t, cb);
+              q = LaneReadsOf<Traits>::decode_i8_addends(b, 4 * sub + t, cb);
             sum[0][h] =
                 dp4a(q.b[1], x[0][2 * t + 1],
                      dp4a(q.a[1], x[0][2 * t + 1], dp4a(q.b[0], x[0][2 * t], dp4a(q.a[0], x[0][2 * t], sum[0][h]))));
@@ -313,7 +304,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
           if constexpr (kSplitSigns) sum[0][h] -= 2 * negated[h];
           float ws;
           if constexpr (kWords)
-            ws = Traits::scale_i8_from(words, h);
+            ws = LaneReadsOf<Traits>::scale_i8_from(words, h);
           else
             ws = Traits::scale_i8(b, Tl::kScalesPerSub * sub + h);
 #pragma unroll

@@ -1,8 +1,6 @@
 // Every format definition lowbit has, and the run-time dispatch onto their traits.
 #pragma once
 
-#include <type_traits>
-
 #include "lowbit/error.h"
 #include "lowbit/formats/iq1.h"
 #include "lowbit/formats/iq2.h"
@@ -33,97 +31,6 @@ decltype(auto) visit_weight_type(QuantType t, F&& f) {
 template <class Traits>
 LOWBIT_HD void decode_group_f32(BlockRef b, int g, const Codebooks& cb, float* out) {
   render_f32(Traits::decode_group(b, g, cb), out);
-}
-
-// decode_i8 for a caller that decodes all four int8 groups of a 32-weight sub-block in a row (the
-// dp4a MMVQ): a format may define decode_i8_whole_sub (or, a grid format, grid_i8_whole_sub),
-// which loads the sub-block's whole bytes for every group (the same loads four times, which the
-// compiler merges into one), where decode_i8 loads only what one group needs (kernels that decode
-// one group per lane).
-template <class Traits, class = void>
-struct HasWholeSubDecode : std::false_type {};
-template <class Traits>
-struct HasWholeSubDecode<Traits, std::void_t<decltype(&Traits::decode_i8_whole_sub)>> : std::true_type {};
-
-// Formats whose int8 groups also come as addends (Traits::decode_i8_addends, Int8Addends).
-template <class Traits, class = void>
-struct HasI8Addends : std::false_type {};
-template <class Traits>
-struct HasI8Addends<Traits, std::void_t<decltype(&Traits::decode_i8_addends)>> : std::true_type {};
-
-// Formats that the dp4a MMVQ reads as aligned words. For blocks 2 mod 4 bytes long, where a row's
-// blocks pair into 4-byte-aligned spans (an even number of blocks per row, rows 4-byte aligned),
-// so that a thread whose blocks are all first or all second of their pair knows each block's
-// address mod 4: Traits::lane_words(block4, sub, odd) reads sub-block `sub` of the block at
-// block4 + 2 * odd (phase_words, common.h) into Traits::LaneWords (IQ1_M, whose blocks are 8-byte
-// aligned, is always read with odd == false and block4 the block); grid_i8_from (grid formats) or
-// decode_i8_from, scale_i8_from and, with addends, decode_i8_addends_from decode from those.
-// Halfword and byte loads of the same bytes cost an L1 request each (IQ4_NL: 9 -> 5 load
-// instructions per block in SASS, 12.6 -> 11.4 us at one token).
-template <class Traits, class = void>
-struct HasLaneWords : std::false_type {};
-template <class Traits>
-struct HasLaneWords<Traits, std::void_t<decltype(&Traits::lane_words)>> : std::true_type {};
-
-// Formats whose whole-sub-block read also comes as addends (decode_i8_addends_whole_sub).
-template <class Traits, class = void>
-struct HasWholeSubAddends : std::false_type {};
-template <class Traits>
-struct HasWholeSubAddends<Traits, std::void_t<decltype(&Traits::decode_i8_addends_whole_sub)>> : std::true_type {};
-
-// Where the dp4a MMVQ's pointer into a block sits for a thread decoding sub-block s: a format
-// whose sub-block s is read at one offset from the block (lane_anchor(s)) lets the thread keep
-// that address and reach its bytes by immediate offsets, instead of forming block + offset anew
-// for each load (ptxas rematerializes such per-thread offsets at 64 registers).
-template <class Traits, class = void>
-struct HasLaneAnchor : std::false_type {};
-template <class Traits>
-struct HasLaneAnchor<Traits, std::void_t<decltype(Traits::lane_anchor(0))>> : std::true_type {};
-
-template <class Traits>
-LOWBIT_HD constexpr int lane_anchor(int s) {
-  if constexpr (HasLaneAnchor<Traits>::value)
-    return Traits::lane_anchor(s);
-  else
-    return 0;
-}
-
-// The grid formats' int8 groups before their signs (FormatTraits::grid_i8, GridGroup), and the
-// same through the whole-sub-block read where a format has one (grid_i8_whole_sub).
-template <class Traits, class = void>
-struct HasGridI8 : std::false_type {};
-template <class Traits>
-struct HasGridI8<Traits, std::void_t<decltype(&Traits::grid_i8)>> : std::true_type {};
-template <class Traits, class = void>
-struct HasWholeSubGrid : std::false_type {};
-template <class Traits>
-struct HasWholeSubGrid<Traits, std::void_t<decltype(&Traits::grid_i8_whole_sub)>> : std::true_type {};
-
-template <class Traits, bool kWholeSub = true>
-LOWBIT_HD GridGroup grid_i8_in_sub_block(BlockRef b, int g, const Codebooks& cb) {
-  if constexpr (kWholeSub && HasWholeSubGrid<Traits>::value)
-    return Traits::grid_i8_whole_sub(b, g, cb);
-  else
-    return Traits::grid_i8(b, g, cb);
-}
-
-// Group l of the sub-block read by lane_words, as decode_i8 gives it.
-template <class Traits>
-LOWBIT_HD Int8Group decode_i8_from_words(const typename Traits::LaneWords& w, int l, const Codebooks& cb) {
-  if constexpr (HasGridI8<Traits>::value)
-    return apply_sign_bits(Traits::grid_i8_from(w, l, cb));
-  else
-    return Traits::decode_i8_from(w, l, cb);
-}
-
-template <class Traits, bool kWholeSub = true>
-LOWBIT_HD Int8Group decode_i8_in_sub_block(BlockRef b, int g, const Codebooks& cb) {
-  if constexpr (kWholeSub && HasWholeSubDecode<Traits>::value)
-    return Traits::decode_i8_whole_sub(b, g, cb);
-  else if constexpr (kWholeSub && HasWholeSubGrid<Traits>::value)
-    return apply_sign_bits(Traits::grid_i8_whole_sub(b, g, cb));
-  else
-    return Traits::decode_i8(b, g, cb);
 }
 
 }  // namespace lowbit

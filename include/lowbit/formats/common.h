@@ -217,63 +217,6 @@ LOWBIT_HD uint64_t load_u64(const uint8_t* p) {
 #endif
 }
 
-// A little-endian word (halfword) of weight bytes at a 4-byte (2-byte) aligned address, read whole
-// on the device: a plain load whose users each take one byte is narrowed into byte loads.
-LOWBIT_HD uint32_t load_weight_word(const uint8_t* p) {
-#if defined(__CUDA_ARCH__)
-  return __ldg(reinterpret_cast<const unsigned int*>(p));
-#else
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-#endif
-}
-LOWBIT_HD uint32_t load_weight_half(const uint8_t* p) {
-#if defined(__CUDA_ARCH__)
-  return __ldg(reinterpret_cast<const unsigned short*>(p));
-#else
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-#endif
-}
-
-// Two consecutive little-endian words of weight bytes (global memory the kernel does not write) at
-// an 8-byte-aligned address. On the device one 64-bit read-only load: a plain 64-bit load whose
-// callers each use one word is narrowed by the compiler into separate 32-bit loads, an ldg is not
-// (and equal ldgs merge).
-LOWBIT_HD void load_weight_words2(const uint8_t* p, uint32_t& lo, uint32_t& hi) {
-#if defined(__CUDA_ARCH__)
-  const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
-  lo = v.x, hi = v.y;
-#else
-  std::memcpy(&lo, p, 4);
-  std::memcpy(&hi, p + 4, 4);
-#endif
-}
-
-// Aligned-word reads of 2-byte-aligned blocks whose address mod 4 a reader knows (the dp4a MMVQ,
-// all.h HasLaneWords): the block starts at block4 + 2 * odd with block4 4-byte aligned.
-// kN words of the block's bytes from `offset` (2 mod 4): kN + 1 aligned words from
-// block4 + offset - 2, the same address for either phase, of which bytes 2.. (odd == false) or
-// 4.. (odd) are the run. What it reads beyond the run: 2 bytes before and 2 after it (even
-// phase), or 4 before it (odd phase). For offset >= 2 those lie in the block or, for a run at the
-// block's end (even phase) or start (odd phase), 2 bytes into the neighbouring block of its pair.
-template <int kN>
-LOWBIT_HD void phase_words(const uint8_t* block4, int offset, bool odd, uint32_t (&out)[kN]) {
-  uint32_t w[kN + 1];
-  LOWBIT_UNROLL
-  for (int i = 0; i <= kN; ++i) w[i] = load_u32<4>(block4 + offset - 2 + 4 * i);
-  const uint32_t sel = odd ? 0x7654u : 0x5432u;
-  LOWBIT_UNROLL
-  for (int i = 0; i < kN; ++i) out[i] = byte_perm(w[i], w[i + 1], sel);
-}
-
-// The block's first two bytes (the fp16 scale of most formats) from the aligned word at block4.
-LOWBIT_HD uint32_t phase_head_u16(const uint8_t* block4, bool odd) {
-  return byte_perm(load_u32<4>(block4), 0u, odd ? 0x4432u : 0x4410u);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Decoded groups: what every decode primitive returns for eight consecutive weights
 // ---------------------------------------------------------------------------------------------
@@ -372,7 +315,7 @@ LOWBIT_HD Int8Group apply_sign_bits(uint32_t mag0, uint32_t mag1, uint32_t signs
 
 // A grid format's int8 group before its signs are applied (FormatTraits::grid_i8): two words of
 // magnitudes and eight sign bits (bit i negates byte i; signs < 256). apply_sign_bits gives the
-// group; a dot product can also keep the signs apart (sign_byte_mask4).
+// group; a dot product can also keep the signs apart (the dp4a MMVQ's split signs).
 struct GridGroup {
   uint32_t mag[2];
   uint32_t signs;
@@ -380,14 +323,6 @@ struct GridGroup {
 
 LOWBIT_HD Int8Group apply_sign_bits(const GridGroup& g) {
   return apply_sign_bits(g.mag[0], g.mag[1], g.signs);
-}
-
-// 0xFF in byte i where bit i of `nibble` (< 16) is set: the multiply puts bit i at bit 8i + 7
-// without carries (the four shifted copies do not overlap), prmt's sign-replicate mode spreads
-// each top bit over its byte. With it, dot(signed, x) = dot(mag, x) - 2 dot(mag & mask, x): two
-// dp4a instead of forming the negated bytes (the dp4a MMVQ at one token).
-LOWBIT_HD uint32_t sign_byte_mask4(uint32_t nibble) {
-  return byte_perm(nibble * 0x10204080u, 0u, 0xBA98u);
 }
 
 // A row of the ternary IQ1 grid (int8 -1/0/1 bytes) as eight nibbles grid + 1, element i in
@@ -495,38 +430,6 @@ LOWBIT_HD Int8Group nibble_lookup_i8(uint32_t w, uint32_t t0, uint32_t t1, uint3
   Int8Group r;
   r.q[0] = byte_perm(byte_perm(t0, t1, sel), byte_perm(t2, t3, sel), pick);
   r.q[1] = byte_perm(byte_perm(t0, t1, high_half(sel)), byte_perm(t2, t3, high_half(sel)), high_half(pick));
-  return r;
-}
-
-// An int8 group as two addends per word, for dot products only: each signed byte of the group is
-// the sum of a's and b's bytes there, so dp4a(a, x) + dp4a(b, x) is the word's dot product with x
-// (the byte sums themselves are never formed: no carries between bytes).
-struct Int8Addends {
-  uint32_t a[2], b[2];
-};
-
-// Whether a 16-entry int8 table (as bytes) splits for nibble_lookup_addends: entries 0..7
-// negative, entries 8..15 in 0..126 (the raised words are formed by one word add of 0x01010101,
-// so no byte may carry into the next).
-constexpr bool nibble_table_splits(const uint8_t (&t)[16]) {
-  for (int i = 0; i < 8; ++i)
-    if (!(t[i] & 0x80u) || t[i + 8] >= 0x7Fu) return false;
-  return true;
-}
-
-// nibble_lookup_i8 as addends (a table that nibble_table_splits; t0, t1 its entries 0..7, hi0, hi1
-// its entries 8..15 each plus one): two byte_perms per word instead of three, and no selector
-// arithmetic. prmt reads selector bit 3 as "replicate the picked byte's sign": a looks nibble n up
-// in entries 0..7, and for n >= 8 gets the sign of a negative entry, -1; b looks n ^ 8 up in the
-// raised entries 8..15, and for n < 8 gets the sign of a non-negative entry, 0. So a + b is entry
-// n for every nibble.
-LOWBIT_HD Int8Addends nibble_lookup_addends(uint32_t w, uint32_t t0, uint32_t t1, uint32_t hi0, uint32_t hi1) {
-  const uint32_t flipped = w ^ 0x88888888u;
-  Int8Addends r;
-  r.a[0] = byte_perm(t0, t1, w);
-  r.a[1] = byte_perm(t0, t1, high_half(w));
-  r.b[0] = byte_perm(hi0, hi1, flipped);
-  r.b[1] = byte_perm(hi0, hi1, high_half(flipped));
   return r;
 }
 

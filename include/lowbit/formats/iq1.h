@@ -76,7 +76,8 @@ struct FormatTraits<QuantType::IQ1_S> : BlockFormat<QuantType::IQ1_S, BlockIq1s,
   }
 
   // Group l of a sub-block from its low index byte and the sub-block's qh word, and the
-  // sub-block's scale from d's bits and that word (the block reads and the aligned-word read).
+  // sub-block's scale from d's bits and that word (the block reads and the dp4a MMVQ's word read,
+  // csrc/cuda/mmvq/lane_reads_iq1.h).
   LOWBIT_HD static Int8Group group_i8(uint32_t low, uint32_t qh, int l, const Codebooks& cb) {
     return detail::ternary_i8(cb.iq1s_packed[low | (((qh >> (3 * l)) & 7u) << 8)], (qh & 0x8000u) != 0);
   }
@@ -84,25 +85,6 @@ struct FormatTraits<QuantType::IQ1_S> : BlockFormat<QuantType::IQ1_S, BlockIq1s,
     const float d = fp16_to_float(static_cast<uint16_t>(d_bits));
     return d * static_cast<float>(2 * static_cast<int>((qh >> 12) & 7u) + 1) * 0.125f;
   }
-
-  // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 4 index bytes in
-  // two word loads, qh and d in two more (eight in the SASS of the block reads).
-  struct LaneWords {
-    uint32_t low[1];
-    uint32_t qh, d;
-  };
-  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
-    static_assert(offsetof(Block, qs) % 4 == 2, "phase_words runs start 2 mod 4");
-    LaneWords r;
-    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 4 * ib, odd, r.low);
-    r.qh = load_u16<2>(block4 + 2 * odd + offsetof(Block, qh) + 2 * ib);
-    r.d = phase_head_u16(block4, odd);
-    return r;
-  }
-  LOWBIT_HD static Int8Group decode_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
-    return group_i8((w.low[0] >> (8 * l)) & 0xFFu, w.qh, l, cb);
-  }
-  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int) { return sub_scale(w.d, w.qh); }
 };
 
 template <>
@@ -145,7 +127,8 @@ struct FormatTraits<QuantType::IQ1_M> : BlockFormat<QuantType::IQ1_M, BlockIq1m,
   }
 
   // Group l of a sub-block from its low index byte and the qh byte of its pair of groups, and a
-  // 16-weight scale from the super-block scale and its 3-bit field (block and word reads share them).
+  // 16-weight scale from the super-block scale and its 3-bit field (block and word reads share them;
+  // csrc/cuda/mmvq/lane_reads_iq1.h).
   LOWBIT_HD static Int8Group group_i8(uint32_t low, uint32_t qh, int l, const Codebooks& cb) {
     const uint32_t high = (l & 1) ? (qh << 4) : (qh << 8);
     return detail::ternary_i8(cb.iq1s_packed[low | (high & 0x700u)], (qh & ((l & 1) ? 0x80u : 0x08u)) != 0);
@@ -153,25 +136,6 @@ struct FormatTraits<QuantType::IQ1_M> : BlockFormat<QuantType::IQ1_M, BlockIq1m,
   LOWBIT_HD static float sub_scale(float super, uint32_t s3) {
     return super * static_cast<float>(2 * static_cast<int>(s3) + 1) * 0.125f;
   }
-
-  // The dp4a MMVQ's word read of sub-block ib (all.h, HasLaneWords; the blocks are 8-byte aligned,
-  // `odd` is always false): its 4 index bytes as one word, its 2 qh bytes as one halfword and the
-  // scale words as one 64-bit load (seven loads in the SASS of the block reads).
-  struct LaneWords {
-    uint32_t low, qh;
-    uint32_t s6;  // the sub-block's two 3-bit scales
-    float super;
-  };
-  LOWBIT_HD static LaneWords lane_words(const uint8_t* block, int ib, bool) {
-    const uint64_t words = load_u64<kAlign>(block + offsetof(Block, scales));
-    return LaneWords{load_weight_word(block + offsetof(Block, qs) + 4 * ib),
-                     load_weight_half(block + offsetof(Block, qh) + 2 * ib),
-                     static_cast<uint32_t>(words >> (16 * (ib >> 1) + 6 * (ib & 1))) & 0x3Fu, super_scale(words)};
-  }
-  LOWBIT_HD static Int8Group decode_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
-    return group_i8((w.low >> (8 * l)) & 0xFFu, (w.qh >> (4 * (l & 2))) & 0xFFu, l, cb);
-  }
-  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int h) { return sub_scale(w.super, (w.s6 >> (3 * h)) & 7u); }
 };
 
 }  // namespace lowbit

@@ -54,8 +54,6 @@ struct FormatTraits<QuantType::IQ2_XXS>
       SignedGridInt8<FormatTraits<QuantType::IQ2_XXS>> {
   using Group = MagnitudeGroup;
   static constexpr const char* kName = "iq2_xxs";
-  // all.h: sub-block s's 8 bytes (grid indices, then signs and scale)
-  LOWBIT_HD static constexpr int lane_anchor(int s) { return static_cast<int>(offsetof(Block, qs)) + 8 * s; }
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
     const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
@@ -72,16 +70,8 @@ struct FormatTraits<QuantType::IQ2_XXS>
     return group_grid(sub[l], load_u32<2>(sub + 4), l, cb);
   }
 
-  // grid_i8 from the sub-block's 8 bytes read whole (decode_i8_in_sub_block): the grid index is
-  // byte l, the signs in the upper word. In the dp4a MMVQ this saves 3 of 12 loads per sub-block;
-  // in the tensor-core MMVQ (one group per lane) the wider reads cost 12% at M = 4 (NOTES.md).
-  LOWBIT_HD static GridGroup grid_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
-    const uint64_t sub = load_u64<2>(b.bytes + offsetof(Block, qs) + 8 * (g >> 2));
-    const int l = g & 3;
-    return group_grid(static_cast<uint32_t>(sub >> (8 * l)) & 0xFFu, static_cast<uint32_t>(sub >> 32), l, cb);
-  }
-
-  // Group l of a sub-block from its grid index and its sign/scale word (both grid_i8 forms).
+  // Group l of a sub-block from its grid index and its sign/scale word (grid_i8 and the dp4a MMVQ's
+  // reads, csrc/cuda/mmvq/lane_reads_iq2.h).
   LOWBIT_HD static GridGroup group_grid(uint32_t index, uint32_t aux, int l, const Codebooks& cb) {
     const uint64_t mag = cb.iq2xxs_grid[index];
     return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)},
@@ -91,26 +81,6 @@ struct FormatTraits<QuantType::IQ2_XXS>
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {
     const uint32_t aux = load_u32<2>(b.bytes + offsetof(Block, qs) + 8 * s + 4);
     return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))), aux >> 28);
-  }
-
-  // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 8 bytes and d in
-  // four word loads (five halfword loads in the SASS of the block reads).
-  struct LaneWords {
-    uint32_t sub[2];  // the grid indices, then the sign/scale word
-    uint32_t d;
-  };
-  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
-    static_assert(offsetof(Block, qs) % 4 == 2, "phase_words runs start 2 mod 4");
-    LaneWords r;
-    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 8 * ib, odd, r.sub);
-    r.d = phase_head_u16(block4, odd);
-    return r;
-  }
-  LOWBIT_HD static GridGroup grid_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
-    return group_grid((w.sub[0] >> (8 * l)) & 0xFFu, w.sub[1], l, cb);
-  }
-  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int) {
-    return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(w.d)), w.sub[1] >> 28);
   }
 };
 
@@ -169,35 +139,11 @@ struct FormatTraits<QuantType::IQ2_S> : BlockFormat<QuantType::IQ2_S, BlockIq2s,
     return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes))), (sc >> (4 * (s & 1))) & 0xFu);
   }
 
-  // Group l of a sub-block from its low index byte, the sub-block's qh byte and its sign byte.
+  // Group l of a sub-block from its low index byte, the sub-block's qh byte and its sign byte
+  // (grid_i8 and the dp4a MMVQ's word read, csrc/cuda/mmvq/lane_reads_iq2.h).
   LOWBIT_HD static GridGroup group_grid(uint32_t low, uint32_t qh, uint32_t signs, int l, const Codebooks& cb) {
     const uint64_t mag = cb.iq2s_grid[low | ((qh << (8 - 2 * l)) & 0x300u)];
     return GridGroup{{static_cast<uint32_t>(mag), static_cast<uint32_t>(mag >> 32)}, signs};
-  }
-
-  // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 4 index and 4
-  // sign bytes in four word loads, qh, the scale byte and d in three more (thirteen in the SASS of the block reads).
-  struct LaneWords {
-    uint32_t low[1], signs[1];
-    uint32_t qh, sc, d;
-  };
-  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
-    static_assert(offsetof(Block, qs) % 4 == 2 && (offsetof(Block, qs) + 32) % 4 == 2,
-                  "phase_words runs start 2 mod 4");
-    LaneWords r;
-    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 4 * ib, odd, r.low);
-    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 32 + 4 * ib, odd, r.signs);
-    const uint8_t* block = block4 + 2 * odd;
-    r.qh = block[offsetof(Block, qh) + ib];
-    r.sc = block[offsetof(Block, scales) + ib];
-    r.d = phase_head_u16(block4, odd);
-    return r;
-  }
-  LOWBIT_HD static GridGroup grid_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
-    return group_grid((w.low[0] >> (8 * l)) & 0xFFu, w.qh, (w.signs[0] >> (8 * l)) & 0xFFu, l, cb);
-  }
-  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int h) {
-    return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(w.d)), (w.sc >> (4 * h)) & 0xFu);
   }
 };
 

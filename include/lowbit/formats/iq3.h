@@ -60,35 +60,14 @@ struct FormatTraits<QuantType::IQ3_XXS>
   }
 
   // Group l of a sub-block from its two grid indices and its sign/scale word, and the sub-block's
-  // scale from d's bits and that word (the block reads and the aligned-word read share them).
+  // scale from d's bits and that word (the block reads and the dp4a MMVQ's word read,
+  // csrc/cuda/mmvq/lane_reads_iq3.h, share them).
   LOWBIT_HD static GridGroup group_grid(uint32_t index0, uint32_t index1, uint32_t aux, int l, const Codebooks& cb) {
     return GridGroup{{cb.iq3xxs_grid[index0], cb.iq3xxs_grid[index1]}, ksigns_iq2xs((aux >> (7 * l)) & 127u)};
   }
   LOWBIT_HD static float sub_scale(uint32_t d_bits, uint32_t aux) {
     return fp16_to_float(static_cast<uint16_t>(d_bits)) * (0.5f + static_cast<float>(aux >> 28)) * 0.5f;
   }
-
-  // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 8 index bytes,
-  // its sign/scale word and d in six word loads (fourteen byte and halfword loads in the SASS of the block reads).
-  struct LaneWords {
-    uint32_t index[2];
-    uint32_t aux[1];
-    uint32_t d;
-  };
-  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
-    static_assert(offsetof(Block, qs) % 4 == 2 && (offsetof(Block, qs) + 64) % 4 == 2,
-                  "phase_words runs start 2 mod 4");
-    LaneWords r;
-    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 8 * ib, odd, r.index);
-    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 64 + 4 * ib, odd, r.aux);
-    r.d = phase_head_u16(block4, odd);
-    return r;
-  }
-  LOWBIT_HD static GridGroup grid_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
-    const uint32_t pair = w.index[l >> 1] >> (16 * (l & 1));
-    return group_grid(pair & 0xFFu, (pair >> 8) & 0xFFu, w.aux[0], l, cb);
-  }
-  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int) { return sub_scale(w.d, w.aux[0]); }
 };
 
 template <>
@@ -104,18 +83,12 @@ struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s,
     const int ib = g >> 2, l = g & 3;
     const uint8_t* qs = b.bytes + offsetof(Block, qs) + 8 * ib;
     const uint32_t qh = b.bytes[offsetof(Block, qh) + ib];
-    // the rows as grid_rows forms them, written out: through grid_rows ptxas gave the dequantize
-    // kernel 80 registers instead of 64 (43.3 -> 48.5 us)
+    // the rows as the dp4a MMVQ's word read forms them (grid_rows, csrc/cuda/mmvq/lane_reads_iq3.h),
+    // written out: through grid_rows ptxas gave the dequantize kernel 80 registers instead of 64
+    // (43.3 -> 48.5 us)
     row0 = cb.iq3s_grid[qs[2 * l] | ((qh << (8 - 2 * l)) & 256u)];
     row1 = cb.iq3s_grid[qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256u)];
     signs = b.bytes[offsetof(Block, signs) + 4 * ib + l];
-  }
-
-  // Group l's grid rows from its two low index bytes and the sub-block's high-bit byte qh.
-  LOWBIT_HD static void grid_rows(uint32_t low0, uint32_t low1, uint32_t qh, int l, const Codebooks& cb, uint32_t& row0,
-                                  uint32_t& row1) {
-    row0 = cb.iq3s_grid[low0 | ((qh << (8 - 2 * l)) & 256u)];
-    row1 = cb.iq3s_grid[low1 | ((qh << (7 - 2 * l)) & 256u)];
   }
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
@@ -136,34 +109,6 @@ struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s,
   LOWBIT_HD static float sub_scale(uint32_t d_bits, uint32_t s4) {
     return fp16_to_float(static_cast<uint16_t>(d_bits)) * static_cast<float>(1 + 2 * static_cast<int>(s4));
   }
-
-  // The dp4a MMVQ's aligned-word read of sub-block ib (all.h, HasLaneWords): its 8 low index
-  // bytes and 4 sign bytes in five word loads, qh, the scale byte and d in three more (eighteen
-  // byte and halfword loads in the SASS of the block reads).
-  struct LaneWords {
-    uint32_t qs[2];
-    uint32_t signs[1];
-    uint32_t qh, s4, d;
-  };
-  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
-    static_assert(offsetof(Block, qs) % 4 == 2 && offsetof(Block, signs) % 4 == 2, "phase_words runs start 2 mod 4");
-    LaneWords r;
-    phase_words(block4, static_cast<int>(offsetof(Block, qs)) + 8 * ib, odd, r.qs);
-    phase_words(block4, static_cast<int>(offsetof(Block, signs)) + 4 * ib, odd, r.signs);
-    const uint8_t* block = block4 + 2 * odd;
-    r.qh = block[offsetof(Block, qh) + ib];
-    r.s4 = (block[offsetof(Block, scales) + (ib >> 1)] >> (4 * (ib & 1))) & 0xFu;
-    r.d = phase_head_u16(block4, odd);
-    return r;
-  }
-  LOWBIT_HD static GridGroup grid_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
-    const uint32_t pair = w.qs[l >> 1] >> (16 * (l & 1));
-    GridGroup r;
-    grid_rows(pair & 0xFFu, (pair >> 8) & 0xFFu, w.qh, l, cb, r.mag[0], r.mag[1]);
-    r.signs = (w.signs[0] >> (8 * l)) & 0xFFu;
-    return r;
-  }
-  LOWBIT_HD static float scale_i8_from(const LaneWords& w, int) { return sub_scale(w.d, w.s4); }
 };
 
 }  // namespace lowbit

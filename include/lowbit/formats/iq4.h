@@ -54,27 +54,6 @@ LOWBIT_HD Int8Group iq4nl_i8(uint32_t w, const Codebooks& cb) {
   return nibble_lookup_i8(w, cb.iq4nl_i8[0], cb.iq4nl_i8[1], cb.iq4nl_i8[2], cb.iq4nl_i8[3]);
 }
 
-static_assert(nibble_table_splits(codebook::kKvaluesIq4nl), "IQ4_NL: entries 0..7 negative, 8..15 in 0..126");
-LOWBIT_HD Int8Addends iq4nl_i8_addends(uint32_t w, const Codebooks& cb) {
-  return nibble_lookup_addends(w, cb.iq4nl_i8[0], cb.iq4nl_i8[1], cb.iq4nl_i8[2] + 0x01010101u,
-                               cb.iq4nl_i8[3] + 0x01010101u);
-}
-
-// An IQ4_NL block as the dp4a MMVQ reads it in aligned words (all.h, HasLaneWords): five word
-// loads instead of nine halfword ones.
-struct Iq4nlWords {
-  uint32_t qs[4];  // the 16 code bytes
-  uint32_t d;      // the fp16 scale bits
-};
-
-// An IQ4_XS sub-block as the dp4a MMVQ reads it (all.h, HasLaneWords): its 16 code bytes as two
-// 64-bit loads from one address per sub-block, the block's head as a third.
-struct Iq4xsWords {
-  uint32_t qs[4];  // the sub-block's 16 code bytes
-  uint32_t head;   // d | scales_h << 16
-  uint32_t ls;     // the sub-block's 6-bit scale
-};
-
 // Group g of a 32-weight nibble run at `qs`: weights 8g..8g+7 (bytes 8(g&1).., nibble g>>1).
 template <int kAlign>
 LOWBIT_HD void nibble_run_words(const uint8_t* qs, int g, uint32_t& w0, uint32_t& w1) {
@@ -114,32 +93,9 @@ struct FormatTraits<QuantType::IQ4_NL> : BlockFormat<QuantType::IQ4_NL, BlockIq4
     return detail::iq4nl_i8(code_word(b, g), cb);
   }
 
-  // decode_i8 as addends (nibble_lookup_addends): fewer instructions where a dot product is all
-  // the caller does with the group (the dp4a MMVQ at one token)
-  LOWBIT_HD static Int8Addends decode_i8_addends(BlockRef b, int g, const Codebooks& cb) {
-    return detail::iq4nl_i8_addends(code_word(b, g), cb);
-  }
-
   LOWBIT_HD static float scale_i8(BlockRef b, int) {
     return fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
   }
-
-  // The dp4a MMVQ's aligned-word read (all.h, HasLaneWords) and the int8 forms and scale from it.
-  using LaneWords = detail::Iq4nlWords;
-  LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int, bool odd) {
-    static_assert(offsetof(Block, qs) % 4 == 2, "phase_words runs start 2 mod 4");
-    LaneWords r;
-    phase_words(block4, offsetof(Block, qs), odd, r.qs);
-    r.d = phase_head_u16(block4, odd);
-    return r;
-  }
-  LOWBIT_HD static Int8Group decode_i8_from(const LaneWords& p, int g, const Codebooks& cb) {
-    return detail::iq4nl_i8(p.qs[g], cb);
-  }
-  LOWBIT_HD static Int8Addends decode_i8_addends_from(const LaneWords& p, int g, const Codebooks& cb) {
-    return detail::iq4nl_i8_addends(p.qs[g], cb);
-  }
-  LOWBIT_HD static float scale_i8_from(const LaneWords& p, int) { return fp16_to_float(static_cast<uint16_t>(p.d)); }
 };
 
 template <>
@@ -149,7 +105,8 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
   static constexpr const char* kName = "iq4_xs";
 
   // The 6-bit scale ls of sub-block ib from the block's first 8 bytes: head = d | scales_h << 16,
-  // then scales_l[0..3]; its scale is d * (ls - 32).
+  // then scales_l[0..3]; its scale is d * (ls - 32) (the block reads and the dp4a MMVQ's word
+  // read, csrc/cuda/mmvq/lane_reads_iq4.h, share them).
   LOWBIT_HD static uint32_t sub_ls(uint32_t head, uint32_t scales_l, int ib) {
     return ((scales_l >> (4 * ib)) & 0xFu) | (((head >> (16 + 2 * ib)) & 3u) << 4);
   }
@@ -179,52 +136,7 @@ struct FormatTraits<QuantType::IQ4_XS> : BlockFormat<QuantType::IQ4_XS, BlockIq4
     return detail::iq4nl_i8(code_word(b, g), cb);
   }
 
-  LOWBIT_HD static Int8Addends decode_i8_addends(BlockRef b, int g, const Codebooks& cb) {
-    return detail::iq4nl_i8_addends(code_word(b, g), cb);
-  }
-
-  // The sub-block's 16 code bytes as two 64-bit loads (decode_i8: four 32-bit ones), for the dp4a
-  // MMVQ at two tokens (at one the four loads measured 0.1 us faster); weights in global memory
-  // only (load_weight_words2 is a read-only-cache load)
-  LOWBIT_HD static Int8Group decode_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
-    uint32_t w[2];
-    load_weight_words2(b.bytes + lane_anchor(g >> 2) + 8 * ((g >> 1) & 1), w[0], w[1]);
-    return detail::iq4nl_i8(w[g & 1], cb);
-  }
-
-  // decode_i8_whole_sub as addends (the dp4a MMVQ at one token, with whole-sub-block reads)
-  LOWBIT_HD static Int8Addends decode_i8_addends_whole_sub(BlockRef b, int g, const Codebooks& cb) {
-    uint32_t w[2];
-    load_weight_words2(b.bytes + lane_anchor(g >> 2) + 8 * ((g >> 1) & 1), w[0], w[1]);
-    return detail::iq4nl_i8_addends(w[g & 1], cb);
-  }
-
   LOWBIT_HD static float scale_i8(BlockRef b, int s) { return sub_scale(b, s); }
-
-  // all.h: sub-block s's code bytes
-  LOWBIT_HD static constexpr int lane_anchor(int s) { return static_cast<int>(offsetof(Block, qs)) + 16 * s; }
-
-  // The dp4a MMVQ's word read (all.h, HasLaneWords; 8-byte-aligned blocks: `odd` is always false).
-  // Through lane_anchor's pointer ptxas formed some code addresses anew each round (the anchor
-  // subtracted for the block, then added back, did not fold) and split the 64-bit code loads.
-  using LaneWords = detail::Iq4xsWords;
-  LOWBIT_HD static LaneWords lane_words(const uint8_t* block, int sub, bool) {
-    LaneWords r;
-    const uint8_t* qs = block + offsetof(Block, qs) + 16 * sub;
-    load_weight_words2(qs, r.qs[0], r.qs[1]);
-    load_weight_words2(qs + 8, r.qs[2], r.qs[3]);
-    uint32_t scales_l;
-    load_weight_words2(block, r.head, scales_l);
-    r.ls = sub_ls(r.head, scales_l, sub);
-    return r;
-  }
-  LOWBIT_HD static Int8Group decode_i8_from(const LaneWords& p, int g, const Codebooks& cb) {
-    return detail::iq4nl_i8(p.qs[g], cb);
-  }
-  LOWBIT_HD static Int8Addends decode_i8_addends_from(const LaneWords& p, int g, const Codebooks& cb) {
-    return detail::iq4nl_i8_addends(p.qs[g], cb);
-  }
-  LOWBIT_HD static float scale_i8_from(const LaneWords& p, int) { return ls_scale(p.head, p.ls); }
 };
 
 }  // namespace lowbit

@@ -6,7 +6,10 @@
 // aligned; kCodebook: the grid table it reads; kSplitScales), and adds kName, Group (the decoded
 // form) and
 //   static Group decode_group(BlockRef block, int g, const Codebooks& cb)
-// decoding weights [8g, 8g + 8) of the block. Adding a format means one specialization and its
+// decoding weights [8g, 8g + 8) of the block, and, for integer-coded formats, the int8 form below.
+// That is all a format states: how one kernel reads a format faster (the dp4a MMVQ's aligned-word
+// reads, anchors, addends) lives beside that kernel (csrc/cuda/mmvq/lane_reads*.h) and falls back to
+// these traits for a type it does not name. Adding a format means one specialization and its
 // decode primitive; the CPU reference and every kernel are templates over these traits.
 #pragma once
 
@@ -27,7 +30,10 @@ struct FormatTraits;  // specialized in the family headers
 //   kI8Order, kI8ScaleElems (16 or 32 weights share one scale),
 //   static Int8Group decode_i8(BlockRef block, int g, const Codebooks& cb)
 //   static float scale_i8(BlockRef block, int s)   // scale of weights [kI8ScaleElems * s, ...)
-// with weight = scale_i8 * int8, equal (as floats) to what decode_group yields.
+// with weight = scale_i8 * int8, equal (as floats) to what decode_group yields. A grid format
+// defines grid_i8 (magnitudes and sign bits apart, GridGroup) and takes decode_i8 from
+// SignedGridInt8. The helpers such a specialization keeps public (code_word, group_grid,
+// sub_scale, ...) are parts of these reads that other reads of the same bytes reuse.
 template <QuantType T, class BlockT, int kElems, int kAlignBytes, Codebook kBook, bool kSplit = false>
 struct BlockFormat {
   using Block = BlockT;
@@ -61,6 +67,12 @@ template <class Traits, class = void>
 struct HasInt8 : std::false_type {};
 template <class Traits>
 struct HasInt8<Traits, std::void_t<decltype(Traits::kI8ScaleElems)>> : std::true_type {};
+
+// Whether a format is a grid format of the int8 form (defines grid_i8, GridGroup).
+template <class Traits, class = void>
+struct HasGridI8 : std::false_type {};
+template <class Traits>
+struct HasGridI8<Traits, std::void_t<decltype(&Traits::grid_i8)>> : std::true_type {};
 
 }  // namespace lowbit
 
