@@ -1,8 +1,23 @@
 # CUDA detection and the kernel sources of the core library.
-#   LOWBIT_CUDA=AUTO: build the kernels when a CUDA compiler is found; ON: require it; OFF: skip.
+#   LOWBIT_CUDA=AUTO: build the kernels when a CUDA compiler is found and, for a build of the torch
+#     extension, the installed torch can run them (a CPU-only torch never can: the kernels would
+#     take minutes per architecture to compile for nothing); ON: require them; OFF: skip.
 # Sets LOWBIT_HAS_CUDA.
 set(LOWBIT_HAS_CUDA OFF)
-if(NOT LOWBIT_CUDA STREQUAL "OFF")
+set(lowbit_cuda_wanted ON)
+if(LOWBIT_CUDA STREQUAL "OFF")
+  set(lowbit_cuda_wanted OFF)
+elseif(LOWBIT_CUDA STREQUAL "AUTO" AND LOWBIT_BUILD_PYTHON)
+  find_package(Python 3.9 REQUIRED COMPONENTS Interpreter)
+  execute_process(COMMAND ${Python_EXECUTABLE} -c "import torch; print(torch.version.cuda or '')"
+    OUTPUT_VARIABLE lowbit_torch_cuda OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE lowbit_torch_rc)
+  if(NOT lowbit_torch_rc EQUAL 0 OR lowbit_torch_cuda STREQUAL "")
+    set(lowbit_cuda_wanted OFF)
+    message(STATUS "lowbit: the installed torch has no CUDA: CUDA kernels skipped "
+      "(LOWBIT_CUDA=ON compiles them anyway, about 3 minutes per architecture on 2 cores)")
+  endif()
+endif()
+if(lowbit_cuda_wanted)
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
