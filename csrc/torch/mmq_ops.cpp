@@ -17,7 +17,8 @@ at::Tensor mmq_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, cons
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(lowbit, m) {
-  // The tiled GEMM on the quantized weight, for direct calls: x [..., K] -> [..., N].
+  // The tiled GEMM on the quantized weight, for direct calls: x [..., K] -> [..., N]. CUDA: MMQ on
+  // a compute capability 9.0 device with the sm_90a kernels, dequantize + bf16 GEMM on others.
   m.def("mmq(Tensor x, Tensor w, int qtype, *, Tensor? scales=None) -> Tensor");
 }
 

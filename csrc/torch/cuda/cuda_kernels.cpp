@@ -106,10 +106,12 @@ at::Tensor mmvq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, co
 at::Tensor mmq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
   const LinearPlan p = plan_mmq(x, w, qtype, scales);
   const c10::cuda::CUDAGuard guard(w.device());
+  // MMQ's kernels are Hopper's (sm_90a); elsewhere the op computes the same product through the
+  // plan's dequantize + bf16 GEMM, so that callers need no device test of their own
+  const DeviceFacts facts = device_facts(w.device());
   PlanOptions options;
-  options.kernel = DenseKernel::kMmq;
-  const Plan plan =
-      translate_errors([&] { return plan_linear(p.w.type, p.m, p.w.rows, p.w.k, device_facts(w.device()), options); });
+  options.kernel = facts.mmq ? DenseKernel::kMmq : DenseKernel::kDequantMatmul;
+  const Plan plan = translate_errors([&] { return plan_linear(p.w.type, p.m, p.w.rows, p.w.k, facts, options); });
   return run_plan(plan, aligned_weight(p.w, w, scales), x.reshape({p.m, p.w.k})).reshape(p.out_shape);
 }
 
