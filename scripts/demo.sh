@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh runtime
 start=$SECONDS
-echo "lowbit: pip install (builds the extension: about 3 minutes on 2 cores for the CPU)"
+echo "lowbit: pip install (builds the extension: about a minute on 2 cores for the CPU)"
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation \
   ${LOWBIT_CUDA:+--config-settings=cmake.define.LOWBIT_CUDA="$LOWBIT_CUDA"} \
   ${LOWBIT_CUDA_ARCHS:+--config-settings=cmake.define.LOWBIT_CUDA_ARCHS="$LOWBIT_CUDA_ARCHS"} .
