@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <mutex>
 
+#include "cuda/api/api_support.h"
 #include "cuda/dequant/dequant_launch.h"
+#include "cuda/mmq/mmq_launch.h"
 #include "cuda/mmvq/mmvq_args.h"
 #include "lowbit/cuda.h"
 #include "lowbit/cuda_mmq.h"
@@ -21,31 +23,11 @@ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
-void check_weight(QuantType t, const WeightView& w, int64_t rows, int64_t k, const char* op) {
-  const TypeInfo& info = weight_type_info(static_cast<int64_t>(t), "qtype");
-  row_bytes(t, k, "k");
-  LOWBIT_CHECK(rows >= 0, op, ": rows/N must be >= 0, got ", rows);
-  LOWBIT_CHECK(rows == 0 || w.data != nullptr, "w: data pointer is null");
-  LOWBIT_CHECK(aligned16(w.data), "w: data must be 16-byte aligned (kernels copy it in aligned 16-byte pieces)");
-  LOWBIT_CHECK(w.row_stride >= row_bytes(t, k) || rows <= 1, "w: row stride ", w.row_stride,
-               " is shorter than a row of ", row_bytes(t, k), " bytes");
-  if (info.split_scales) {
-    LOWBIT_CHECK(rows == 0 || w.scales != nullptr, "scales: ", info.name,
-                 " keeps its E8M0 scales in a separate tensor, which is missing");
-    LOWBIT_CHECK(w.scale_row_stride >= k / 32 || rows <= 1, "scales: row stride ", w.scale_row_stride,
-                 " is shorter than K/32 = ", k / 32);
-  }
-  int block_align = 1;  // what the decode primitives assume of a block's start
-  visit_weight_type(t, [&](auto traits) { block_align = decltype(traits)::kAlign; });
-  LOWBIT_CHECK(w.row_stride % block_align == 0 || rows <= 1, "w: row stride ", w.row_stride, " must be a multiple of ",
-               block_align, " bytes (", info.name, " blocks are read ", block_align, "-byte aligned)");
-}
-
 }  // namespace
 
 void dequantize(QuantType t, const WeightView& w, int64_t rows, int64_t k, void* out, FloatType out_type,
                 int64_t out_row_stride, cudaStream_t stream) {
-  check_weight(t, w, rows, k, "dequantize");
+  cuda_detail::check_weight(t, w, rows, k, "dequantize");
   LOWBIT_CHECK(rows == 0 || out != nullptr, "out: pointer is null");
   LOWBIT_CHECK(aligned16(out), "out: must be 16-byte aligned");
   const int64_t elem = out_type == FloatType::F32 ? 4 : 2;
@@ -122,22 +104,9 @@ void check_activations(const void* x, FloatType x_type, int64_t m, int64_t x_row
                " and a multiple of 8 elements");
   LOWBIT_CHECK(y_row_stride >= n, "y: row stride ", y_row_stride, " must be >= N = ", n);
   LOWBIT_CHECK(n < (int64_t{1} << 31) * 16, "w: N = ", n, " is too large");
-  // blocks of one kernel read x while others write y
   const int64_t elem = x_type == FloatType::F32 ? 4 : 2;
-  const auto x_begin = reinterpret_cast<uintptr_t>(x), y_begin = reinterpret_cast<uintptr_t>(y);
-  const auto x_end = x_begin + static_cast<uintptr_t>(((m - 1) * x_row_stride + k) * elem);
-  const auto y_end = y_begin + static_cast<uintptr_t>(((m - 1) * y_row_stride + n) * elem);
-  LOWBIT_CHECK(n == 0 || y_end <= x_begin || x_end <= y_begin, "y: must not overlap x");
+  cuda_detail::check_no_overlap(x, elem, x_row_stride, k, y, elem, y_row_stride, n, m);
 }
-
-// Freed on the stream after the kernels, also when a launch throws.
-struct StreamOrderedBuffer {
-  void* ptr = nullptr;
-  cudaStream_t stream;
-  ~StreamOrderedBuffer() {
-    if (ptr != nullptr) cudaFreeAsync(ptr, stream);
-  }
-};
 
 // One MMVQ pass as `config` plans it; the workspace (where the pass reads one) holds its bytes.
 void run_mmvq_pass(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type,
@@ -162,21 +131,13 @@ void run_mmvq_pass(QuantType t, const WeightView& w, int64_t n, int64_t k, const
       t, [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, config, stream); });
 }
 
-// `workspace` or, where it is null and `need` > 0, a stream-ordered allocation held by `owned`.
-void* workspace_or_allocate(void* workspace, size_t need, StreamOrderedBuffer& owned, cudaStream_t stream) {
-  if (workspace != nullptr || need == 0) return workspace;
-  const cudaError_t err = cudaMallocAsync(&owned.ptr, need, stream);
-  LOWBIT_CHECK(err == cudaSuccess, "mmvq: cannot allocate its ", need, " byte workspace: ", cudaGetErrorString(err));
-  return owned.ptr;
-}
-
 }  // namespace
 
 void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
           int64_t x_row_stride, void* y, int64_t y_row_stride, cudaStream_t stream, MmvqMath math, void* workspace,
           size_t workspace_bytes) {
   // every argument check before the device is asked for its facts (they hold without a GPU too)
-  check_weight(t, w, n, k, "mmvq");
+  cuda_detail::check_weight(t, w, n, k, "mmvq");
   check_mmvq_pass(t, m, n, k, math);
   check_activations(x, x_type, m, x_row_stride, y, y_row_stride, n, k);
   // callers that do not plan size the workspace by mmvq_workspace_bytes; the plan says whether it is read
@@ -186,8 +147,8 @@ void mmvq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x,
   LOWBIT_CHECK(aligned16(workspace), "workspace: must be 16-byte aligned");
   const MmvqConfig config = plan_mmvq_pass(t, m, n, k, device_facts(), math);
   if (n == 0) return;
-  StreamOrderedBuffer owned{nullptr, stream};
-  workspace = workspace_or_allocate(workspace, config.workspace_bytes, owned, stream);
+  cuda_detail::StreamOrderedBuffer owned{nullptr, stream};
+  workspace = cuda_detail::workspace_or_allocate(workspace, config.workspace_bytes, owned, stream, "mmvq");
   run_mmvq_pass(t, w, n, k, x, x_type, x_row_stride, y, y_row_stride, config, workspace, stream);
 }
 
@@ -195,7 +156,7 @@ void execute(const Plan& plan, const WeightView& w, const void* x, FloatType x_t
              int64_t y_row_stride, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   LOWBIT_CHECK(plan.operation == Operation::kLinear, "plan: execute runs linear plans; got ",
                operation_name(plan.operation));
-  check_weight(plan.type, w, plan.n, plan.k, "execute");
+  cuda_detail::check_weight(plan.type, w, plan.n, plan.k, "execute");
   LOWBIT_CHECK(workspace == nullptr || workspace_bytes >= plan.workspace_bytes, "workspace: ", workspace_bytes,
                " bytes is less than the plan's ", plan.workspace_bytes);
   LOWBIT_CHECK(aligned16(workspace), "workspace: must be 16-byte aligned");
@@ -207,8 +168,8 @@ void execute(const Plan& plan, const WeightView& w, const void* x, FloatType x_t
   }
   if (plan.m == 0) return;  // no tokens
   if (plan.kernel == DenseKernel::kMmq) {
-    mmq(plan.type, w, plan.n, plan.k, x, x_type, plan.m, x_row_stride, y, x_type, y_row_stride, stream, workspace,
-        workspace_bytes);
+    cuda_detail::run_mmq_plan(plan.type, w, plan.n, plan.k, x, x_type, plan.m, x_row_stride, y, y_row_stride, plan.mmq,
+                              workspace, workspace_bytes, stream);
     return;
   }
   LOWBIT_CHECK(plan.kernel == DenseKernel::kMmvq, "plan: kernel ", dense_kernel_name(plan.kernel),
@@ -217,8 +178,8 @@ void execute(const Plan& plan, const WeightView& w, const void* x, FloatType x_t
                "plan: its MMVQ passes do not cover M = ", plan.m, " (not a plan of plan_linear)");
   check_activations(x, x_type, plan.m, x_row_stride, y, y_row_stride, plan.n, plan.k);
   if (plan.n == 0) return;
-  StreamOrderedBuffer owned{nullptr, stream};
-  workspace = workspace_or_allocate(workspace, plan.workspace_bytes, owned, stream);
+  cuda_detail::StreamOrderedBuffer owned{nullptr, stream};
+  workspace = cuda_detail::workspace_or_allocate(workspace, plan.workspace_bytes, owned, stream, "mmvq");
   const int64_t elem = x_type == FloatType::F32 ? 4 : 2;
   for (int64_t pass = 0; pass < plan.passes; ++pass) {
     const MmvqConfig& config = pass + 1 < plan.passes ? plan.mmvq : plan.mmvq_last;
@@ -231,3 +192,49 @@ void execute(const Plan& plan, const WeightView& w, const void* x, FloatType x_t
 
 }  // namespace cuda
 }  // namespace lowbit
+
+namespace lowbit::cuda_detail {
+
+void check_weight(QuantType t, const WeightView& w, int64_t rows, int64_t k, const char* op) {
+  const TypeInfo& info = weight_type_info(static_cast<int64_t>(t), "qtype");
+  row_bytes(t, k, "k");
+  LOWBIT_CHECK(rows >= 0, op, ": rows/N must be >= 0, got ", rows);
+  LOWBIT_CHECK(rows == 0 || w.data != nullptr, "w: data pointer is null");
+  LOWBIT_CHECK((reinterpret_cast<uintptr_t>(w.data) & 15u) == 0,
+               "w: data must be 16-byte aligned (kernels copy it in aligned 16-byte pieces)");
+  LOWBIT_CHECK(w.row_stride >= row_bytes(t, k) || rows <= 1, "w: row stride ", w.row_stride,
+               " is shorter than a row of ", row_bytes(t, k), " bytes");
+  if (info.split_scales) {
+    LOWBIT_CHECK(rows == 0 || w.scales != nullptr, "scales: ", info.name,
+                 " keeps its E8M0 scales in a separate tensor, which is missing");
+    LOWBIT_CHECK(w.scale_row_stride >= k / 32 || rows <= 1, "scales: row stride ", w.scale_row_stride,
+                 " is shorter than K/32 = ", k / 32);
+  }
+  int block_align = 1;  // what the decode primitives assume of a block's start
+  visit_weight_type(t, [&](auto traits) { block_align = decltype(traits)::kAlign; });
+  LOWBIT_CHECK(w.row_stride % block_align == 0 || rows <= 1, "w: row stride ", w.row_stride, " must be a multiple of ",
+               block_align, " bytes (", info.name, " blocks are read ", block_align, "-byte aligned)");
+}
+
+void check_no_overlap(const void* x, int64_t x_elem, int64_t x_row_stride, int64_t x_cols, const void* y,
+                      int64_t y_elem, int64_t y_row_stride, int64_t y_cols, int64_t rows) {
+  if (rows <= 0 || x_cols <= 0 || y_cols <= 0) return;
+  const auto x_begin = reinterpret_cast<uintptr_t>(x), y_begin = reinterpret_cast<uintptr_t>(y);
+  const auto x_end = x_begin + static_cast<uintptr_t>(((rows - 1) * x_row_stride + x_cols) * x_elem);
+  const auto y_end = y_begin + static_cast<uintptr_t>(((rows - 1) * y_row_stride + y_cols) * y_elem);
+  LOWBIT_CHECK(y_end <= x_begin || x_end <= y_begin, "y: must not overlap x");
+}
+
+StreamOrderedBuffer::~StreamOrderedBuffer() {
+  if (ptr != nullptr) cudaFreeAsync(ptr, stream);
+}
+
+void* workspace_or_allocate(void* workspace, size_t need, StreamOrderedBuffer& owned, cudaStream_t stream,
+                            const char* op) {
+  if (workspace != nullptr || need == 0) return workspace;
+  const cudaError_t err = cudaMallocAsync(&owned.ptr, need, stream);
+  LOWBIT_CHECK(err == cudaSuccess, op, ": cannot allocate its ", need, " byte workspace: ", cudaGetErrorString(err));
+  return owned.ptr;
+}
+
+}  // namespace lowbit::cuda_detail

@@ -4,11 +4,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "lowbit/cpu.h"
 #include "lowbit/mmq_policy.h"
 #include "lowbit/quant_type.h"
+#include "lowbit/weights.h"
 
 namespace lowbit::cuda_detail {
 
@@ -34,6 +36,12 @@ struct MmqArgs {
 // Launches the permutation prologue, the tile kernel and (split K) the reduction on `stream`.
 template <QuantType T>
 void launch_mmq(const MmqArgs& a, const MmqConfig& config, cudaStream_t stream);
+
+// Runs a plan's MMQ configuration (checked like lowbit::cuda::mmq, without planning again); the
+// output in the activations' type (mmq_api.cu).
+void run_mmq_plan(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
+                  int64_t x_row_stride, void* y, int64_t y_row_stride, const MmqConfig& config, void* workspace,
+                  size_t workspace_bytes, cudaStream_t stream);
 
 #define LOWBIT_INSTANTIATE_MMQ(Name) \
   template void launch_mmq<QuantType::Name>(const MmqArgs&, const MmqConfig&, cudaStream_t);
