@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "cuda/mmq/mmq_tiling.h"
 #include "lowbit/error.h"
 #include "lowbit/weights.h"
 
@@ -22,11 +23,11 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
   const int64_t units = c.k_pad / 256;
   const int64_t tiles =
       ((n + c.rows_per_tile - 1) / c.rows_per_tile) * ((m + c.tokens_per_tile - 1) / c.tokens_per_tile);
-  // One block per multiprocessor (two for 16-token tiles: the kernel's shared memory): split K
-  // while the tiles alone leave block slots idle, into at least 4 units per split and within the
-  // partial buffer.
+  // Split K while the tiles alone leave block slots idle (the blocks a multiprocessor holds follow
+  // from the kernel's shared memory), into at least 4 units per split and within the partial buffer.
   int64_t splits = 1;
-  const int64_t sms = std::max(device.multiprocessors, 1) * (c.tokens_per_tile == 16 ? 2 : 1);
+  const int64_t sms =
+      std::max(device.multiprocessors, 1) * std::max(cuda_detail::mmq_blocks_per_sm(t, c.tokens_per_tile), 1);
   if (tiles > 0 && tiles < sms) {
     splits = sms / tiles;
     splits = std::min<int64_t>(splits, std::max<int64_t>(units / 4, 1));

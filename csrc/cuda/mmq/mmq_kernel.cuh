@@ -25,14 +25,13 @@
 #include "cuda/common/ptx.cuh"
 #include "cuda/common/render_bf16.cuh"
 #include "cuda/mmq/mmq_launch.h"
+#include "cuda/mmq/mmq_tiling.h"
 #include "cuda/mmq/wgmma.cuh"
 #include "cuda/mmvq/row_pipeline.cuh"
 #include "lowbit/error.h"
 #include "lowbit/formats/all.h"
 
 namespace lowbit::cuda_detail {
-
-inline constexpr int kMmqUnitElems = 256;
 
 // Position j (0..31) of a 32-weight span in the permuted activations holds weight
 // mmq_permuted_source(j) of the span: the m16k16 fragment's k index 2t, 2t + 1 (step s) and
@@ -60,30 +59,6 @@ __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_
   reinterpret_cast<__nv_bfloat162*>(a.workspace)[(r * k_pad + j) / 2] = __floats2bfloat162_rn(v0, v1);
 }
 
-template <class Traits, int kTokens>
-struct MmqTiling {
-  using Rows = MmvqTiling<Traits>;  // a warp's 16 rows: the bf16 MMVQ's staging of one unit
-  static_assert(Rows::kUnitElems == kMmqUnitElems, "one K unit for both kernels");
-  static_assert(kTokens % 16 == 0 && kTokens >= 16 && kTokens <= 128, "wgmma N of 16 .. 128");
-  static constexpr int kWarps = 8;
-  static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kRows = 16 * kWarps;
-  static constexpr int kSliceBytes = kTokens * 128;  // T tokens x 64 weights of K, bf16
-  static constexpr int kActBytes = 4 * kSliceBytes;  // T tokens x one unit
-  static constexpr int kWeightBytes = kWarps * Rows::kStageBytes;
-  static constexpr int kStageBytes = (kActBytes + kWeightBytes + 1023) / 1024 * 1024;
-  static constexpr int kCodebookBytes = (CodebookTable<Traits::kCodebook>::kBytes + 1023) / 1024 * 1024;
-  // Two blocks per multiprocessor where three stages of a 16-token tile fit half of shared memory
-  // (more warps to hide each one's decode -> wgmma chain), else one block with up to four stages.
-  static constexpr int kHalfBudget = 113 * 1024 - 1024;
-  static constexpr bool kTwoBlocks = kTokens <= 16 && kCodebookBytes + 3 * kStageBytes <= kHalfBudget;
-  static constexpr int kBlocksPerSm = kTwoBlocks ? 2 : 1;
-  static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack
-  static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
-  static constexpr int kStages = kFit > 4 ? 4 : kFit;
-  static_assert(kStages >= 2, "two stages fit shared memory");
-  static constexpr int kSmemBytes = 1024 + kCodebookBytes + kStages * kStageBytes;
-};
 
 // Keeps the compiler from moving accumulator registers while wgmma owns them.
 template <int N>
