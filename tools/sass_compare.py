@@ -1,8 +1,9 @@
 """Compare the SASS of every kernel between two builds of lowbit (e.g. a base commit and a change).
 
 Each build's static library (or object files) is disassembled with `cuobjdump -sass`; per kernel
-(by mangled name) the instructions are normalized (addresses, branch targets, constant-bank offsets
-of kernel parameters and comments dropped) and compared. Prints one line per kernel: identical,
+(by architecture and mangled name) the instructions are compared to the letter, immediates, masks,
+selectors and branch targets included, except the offsets of global symbols in the constant banks
+other than the parameters' (where the linker places a table says nothing of the kernel). Prints one line per kernel: identical,
 differs (with instruction counts) or only in one build.
 
     python tools/sass_compare.py /tmp/base/build90/liblowbit.a build90/liblowbit.a
@@ -17,27 +18,34 @@ import sys
 
 FUNCTION = re.compile(r"^\s*Function : (\S+)")
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
-# relative branch targets and absolute addresses differ when code moves; they say nothing of speed
-ADDRESS = re.compile(r"0x[0-9a-f]+")
+ARCH = re.compile(r"^\s*arch = (\S+)")
+# c[0x0][...] holds the kernel's parameters and compares as is; the other banks hold the addresses
+# of global symbols (codebooks), whose placement depends on what else the object holds
+GLOBAL_CONSTANT = re.compile(r"c\[0x[1-9a-f]\]\[0x[0-9a-f]+\]")
 # kernels in an anonymous namespace carry a hash of their source's path in the mangled name, so
 # the same kernel built from two checkouts in different folders would not pair up
 ANONYMOUS_NAMESPACE = re.compile(r"_GLOBAL__N__[0-9a-f]+_")
 
 
 def kernels(path: str) -> dict[str, list[str]]:
-    """Mangled kernel name -> its normalized instructions (the last copy wins for duplicates)."""
+    """(architecture, mangled kernel name) -> its instructions, global-symbol offsets normalized."""
     text = subprocess.run(["cuobjdump", "-sass", path], check=True, capture_output=True, text=True).stdout
     out: dict[str, list[str]] = {}
     current: list[str] | None = None
+    arch = "?"
     for line in text.splitlines():
+        a = ARCH.match(line)
+        if a:
+            arch = a.group(1)
+            continue
         m = FUNCTION.match(line)
         if m:
-            current = out.setdefault(ANONYMOUS_NAMESPACE.sub("_GLOBAL__N__", m.group(1)), [])
+            current = out.setdefault(f"{arch} {ANONYMOUS_NAMESPACE.sub('_GLOBAL__N__', m.group(1))}", [])
             current.clear()
             continue
         m = INSTRUCTION.search(line)
         if m and current is not None:
-            current.append(ADDRESS.sub("ADDR", m.group(1)))
+            current.append(GLOBAL_CONSTANT.sub("c[GLOBAL]", m.group(1)))
     return out
 
 
