@@ -240,8 +240,8 @@ def bench_layer(writer, base, tokens_list, gen) -> list[dict]:
             auto = select_moe_kernel(t13, t2, T, E, top_k, H, inter, "cuda")
             kw = {"w13_type": t13, "w2_type": t2}
             calls = {
-                "moe_vec": lambda r: moe_layer(x, w13, w2, weights, ids, kernel="moe_vec", **kw),  # noqa: B023
-                "moe_batched": lambda r: moe_layer(x, w13, w2, weights, ids, kernel="moe_batched", **kw),  # noqa: B023
+                "moe_vec": lambda r: moe_layer(x, w13, w2, weights, ids, route="moe_vec", **kw),  # noqa: B023
+                "moe_batched": lambda r: moe_layer(x, w13, w2, weights, ids, route="moe_batched", **kw),  # noqa: B023
                 "auto": lambda r: lowbit.fused_moe(x, w13, w2, weights, ids, **kw),  # noqa: B023
                 "dequant_matmul": lambda r: dequant_matmul_layer(x, w13, w2, weights, ids, t13, t2),  # noqa: B023
             }

@@ -14,7 +14,7 @@ elseif(LOWBIT_CUDA STREQUAL "AUTO" AND LOWBIT_BUILD_PYTHON)
   if(NOT lowbit_torch_rc EQUAL 0 OR lowbit_torch_cuda STREQUAL "")
     set(lowbit_cuda_wanted OFF)
     message(STATUS "lowbit: the installed torch has no CUDA: CUDA kernels skipped "
-      "(LOWBIT_CUDA=ON compiles them anyway, about 3 minutes per architecture on 2 cores)")
+      "(LOWBIT_CUDA=ON compiles them anyway, about 2 minutes per architecture on 2 cores)")
   endif()
 endif()
 if(lowbit_cuda_wanted)

@@ -47,7 +47,7 @@ archs="${LOWBIT_CUDA_ARCHS:-80;89;90a;120}"
 if [ "$cuda" = ON ] || { [ "$cuda" = AUTO ] && [ "$nvcc_found" = yes ] && [ -n "$torch_cuda" ]; }; then
   n_archs=$(echo "$archs" | tr ';' '\n' | grep -c .)
   echo "lowbit: building the C++ core, tests, the torch extension and CUDA kernels for ${archs}" \
-    "(about $((2 + 2 * n_archs)) minutes on 2 cores; measured 2026-12-01: 4 architectures in 10)"
+    "(about $((2 + 2 * n_archs)) minutes on 2 cores)"
 else
   why="LOWBIT_CUDA=OFF"
   [ "$cuda" = AUTO ] && [ "$nvcc_found" = no ] && why="no nvcc"

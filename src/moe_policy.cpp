@@ -3,19 +3,11 @@
 
 #include <sstream>
 
+#include "cuda/tuning/tuning.h"
 #include "lowbit/error.h"
 
 namespace lowbit {
 namespace {
-
-// Tokens up to which the vector kernel beats the batched one. Measured on the H200 (sm_90) for one
-// projection over E=128, top-8, N=768, K=2048 (benchmarks/results/h200/moe-20261201-b6b267f.csv):
-// at 32 tokens the vector kernel leads for iq2_xxs / iq3_s / iq4_xs (224 / 295 / 290 us against
-// 306 / 352 / 330), at 128 the batched one (324 / 368 / 352 against 856 / 1098 / 1121). Other
-// architectures keep the provisional 16 (where a block of the batched kernel holds about one pair).
-// The whole layer's rows (moe_layer) were not measured yet.
-constexpr int64_t kMeasuredVectorMaxTokensSm90 = 32;
-constexpr int64_t kProvisionalVectorMaxTokens = 16;
 
 size_t align_up(size_t v, size_t a) {
   return (v + a - 1) / a * a;
@@ -40,7 +32,7 @@ MoeKernel parse_moe_kernel(const std::string& name, const char* arg) {
 }
 
 int64_t moe_vector_max_tokens(const MoeShape&, const DeviceFacts& device) {
-  return device.compute_major == 9 ? kMeasuredVectorMaxTokensSm90 : kProvisionalVectorMaxTokens;
+  return tuning::moe_vector_max_tokens(device.compute_major);
 }
 
 int64_t moe_sorted_capacity(int64_t pairs, int64_t experts, int block_size) {
@@ -60,12 +52,16 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
   LOWBIT_CHECK(s.hidden >= 1 && s.intermediate >= 1, "w13/w2: H = ", s.hidden, " and I = ", s.intermediate,
                " must be positive");
   MoePlan p;
+  p.shape = s;
+  p.x_is_bf16 = x_is_bf16;
   p.pairs = s.tokens * s.top_k;
   p.sorted_capacity = moe_sorted_capacity(p.pairs, s.experts, p.block_size);
   p.blocks = (p.sorted_capacity + p.block_size - 1) / p.block_size;
   p.segments = (p.pairs + kMoeRoutingSegment - 1) / kMoeRoutingSegment;
   const int64_t limit = moe_vector_max_tokens(s, device);
-  const char* const source = device.compute_major == 9 ? "measured" : "provisional";
+  const tuning::Provenance* measured = nullptr;
+  tuning::moe_vector_max_tokens(device.compute_major, &measured);
+  const char* const source = measured != nullptr ? "measured" : "provisional";
   std::ostringstream why;
   if (force != nullptr) {
     LOWBIT_CHECK(*force == MoeKernel::kVector || *force == MoeKernel::kBatched, "kernel: unknown MoeKernel value ",

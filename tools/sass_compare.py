@@ -3,8 +3,8 @@
 Each build's static library (or object files) is disassembled with `cuobjdump -sass`; per kernel
 (by architecture and mangled name) the instructions are compared to the letter, immediates, masks,
 selectors and branch targets included, except the offsets of global symbols in the constant banks
-other than the parameters' (where the linker places a table says nothing of the kernel). Prints one line per kernel: identical,
-differs (with instruction counts) or only in one build.
+other than the parameters' (where the linker places a table says nothing of the kernel). Prints one
+line per kernel: identical, differs (with instruction counts) or only in one build.
 
     python tools/sass_compare.py /tmp/base/build90/liblowbit.a build90/liblowbit.a
 """

@@ -7,6 +7,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include "compat_types.h"
 #include "lowbit/moe_policy.h"
 #include "lowbit/quant_type.h"
 #include "tensor_args.h"
@@ -18,9 +19,7 @@ TORCH_LIBRARY_FRAGMENT(lowbit, m) {
   m.def(
       "ggml_moe_a8_vec(Tensor X, Tensor W, Tensor topk_ids, int top_k, int type, SymInt row, SymInt tokens) -> Tensor");
   m.def("ggml_moe_get_block_size(int type) -> int", [](int64_t type) -> int64_t {
-    const auto& info = lowbit::torch_ops::translate_errors(
-        [&]() -> const lowbit::TypeInfo& { return lowbit::weight_type_info(type, "type"); });
-    TORCH_CHECK_VALUE(!info.split_scales, "type: ", info.name, " is not a GGUF type");
+    lowbit::torch_ops::ggml_weight_type(type, "MoE");
     return lowbit::kMoeBlockSize;
   });
 }
@@ -29,8 +28,7 @@ namespace lowbit::torch_ops {
 namespace {
 
 void check_compat(const at::Tensor& W, const c10::SymInt& row, int64_t type) {
-  const auto& info = translate_errors([&]() -> const TypeInfo& { return weight_type_info(type, "type"); });
-  TORCH_CHECK_VALUE(!info.split_scales, "type: ", info.name, " is not a GGUF type (split MX weights need scales)");
+  ggml_weight_type(type, "MoE");
   TORCH_CHECK_VALUE(W.dim() == 3, "W must be 3-D [E, row, row_bytes], got shape ", W.sizes());
   TORCH_CHECK_VALUE(row == W.sym_size(1), "row: ", row, " must equal W.shape[1] = ", W.sym_size(1));
 }

@@ -11,9 +11,9 @@
 //   ggml_mul_mat_vec_a8(Tensor W, Tensor X, int type, SymInt row) -> Tensor   decode, X [B, K]
 //   ggml_mul_mat_a8(Tensor W, Tensor X, int type, SymInt row) -> Tensor       prefill, X [B, K]
 //       both: Y = X W^T, [B, row] in X's dtype; row = W.shape[0]
-//   ggml_supports_iq_mmq() -> bool   (ggml_mul_mat_a8 takes the I-quants; false on builds without)
-// Still to come on top of lowbit's GPU MoE routing, with the same conventions (names, argument
-// order and meaning exactly as there):
+//   ggml_supports_iq_mmq() -> bool   (ggml_mul_mat_a8 takes the I-quants: always true here)
+// The MoE names, registered in compat_moe_ops.cpp on lowbit's GPU MoE routing, with the same
+// conventions (names, argument order and meaning exactly as there):
 //   ggml_moe_a8(Tensor X, Tensor W, Tensor sorted_token_ids, Tensor expert_ids,
 //               Tensor num_tokens_post_padded, int type, SymInt row, SymInt top_k, SymInt tokens) -> Tensor
 //       W [E, row, row_bytes]; sorted_token_ids / expert_ids / num_tokens_post_padded (int32) as
@@ -43,13 +43,11 @@
 #include <optional>
 #include <string>
 
+#include "compat_types.h"
 #include "lowbit/quant_type.h"
 
 namespace lowbit::torch_ops {
-namespace {
 
-// The ggml type behind `type`, when lowbit computes on it: a GGUF weight type (not Q8_1, an
-// activation format, nor lowbit's split MX ids, which are no ggml types).
 const TypeInfo& ggml_weight_type(int64_t type, const char* what) {
   const TypeInfo* info = find_type(type);
   const bool ok = info != nullptr && info->is_weight && !info->split_scales;
@@ -59,6 +57,8 @@ const TypeInfo& ggml_weight_type(int64_t type, const char* what) {
               "iq3_xxs, iq3_s, iq4_nl, iq4_xs");
   return *info;
 }
+
+namespace {
 
 // K of W's rows for `info`, after the checks every compat op shares.
 int64_t checked_row_k(const at::Tensor& W, const TypeInfo& info) {

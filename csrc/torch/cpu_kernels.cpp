@@ -64,6 +64,11 @@ at::Tensor mmvq_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, con
   return linear_reference(p, x, std::nullopt);
 }
 
+// The CPU computes the exact reference for MMQ too.
+at::Tensor mmq_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
+  return linear_reference(plan_mmq(x, w, qtype, scales), x, std::nullopt);
+}
+
 std::tuple<at::Tensor, at::Tensor> quantize_cpu(const at::Tensor& w, int64_t qtype, int64_t scale_rule) {
   const QuantizePlan p = plan_quantize(w, qtype, scale_rule);
   const at::Tensor x = w.to(at::kFloat).contiguous();
@@ -91,6 +96,7 @@ TORCH_LIBRARY_IMPL(lowbit, CPU, m) {
   m.impl("dequantize", &dequantize_cpu);
   m.impl("linear", &linear_cpu);
   m.impl("mmvq", &mmvq_cpu);
+  m.impl("mmq", &mmq_cpu);
   m.impl("quantize", &quantize_cpu);
   m.impl("fused_moe", &fused_moe_cpu);
 }

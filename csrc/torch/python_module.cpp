@@ -126,6 +126,13 @@ py::dict plan_linear(int64_t qtype, int64_t m, int64_t n, int64_t k, const py::o
       d["passes"] = p.passes;
       d["mmvq"] = mmvq_config_dict(p.mmvq);
       d["mmvq_last"] = mmvq_config_dict(p.mmvq_last);
+    } else if (p.kernel == lowbit::DenseKernel::kMmq) {
+      py::dict c;
+      c["tokens_per_tile"] = p.mmq.tokens_per_tile;
+      c["rows_per_tile"] = p.mmq.rows_per_tile;
+      c["splits"] = p.mmq.splits;
+      c["k_pad"] = p.mmq.k_pad;
+      d["mmq"] = c;
     }
     return d;
   } catch (const lowbit::Error& e) {

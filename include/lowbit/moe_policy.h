@@ -29,6 +29,10 @@ inline constexpr int64_t kMoeMaxTopK = 16;
 
 // The sizes of one MoE layer call.
 struct MoeShape {
+  bool operator==(const MoeShape& o) const {
+    return w13_type == o.w13_type && w2_type == o.w2_type && tokens == o.tokens && experts == o.experts &&
+           top_k == o.top_k && hidden == o.hidden && intermediate == o.intermediate;
+  }
   QuantType w13_type{};
   QuantType w2_type{};
   int64_t tokens = 0;
@@ -54,6 +58,8 @@ struct MoeWorkspaceLayout {
 };
 
 struct MoePlan {
+  MoeShape shape;          // what it was planned for: a call of another shape is rejected
+  bool x_is_bf16 = false;  // planned without the activations' rounding copy
   MoeKernel kernel = MoeKernel::kVector;
   int block_size = kMoeBlockSize;
   int64_t pairs = 0;            // tokens * top_k
@@ -67,8 +73,8 @@ struct MoePlan {
 // Pairs one routing block ranks (its histogram is per segment).
 inline constexpr int kMoeRoutingSegment = 256;
 
-// Largest token count the vector kernel serves in `plan_moe`'s automatic choice on this device.
-// PROVISIONAL: not measured yet (benchmarks/bench_moe.py measures it); see moe_policy.cpp.
+// Largest token count the vector kernel serves in `plan_moe`'s automatic choice on this device
+// (a tuning row where measured, csrc/cuda/tuning/; a provisional default elsewhere).
 int64_t moe_vector_max_tokens(const MoeShape& shape, const DeviceFacts& device);
 
 // Sorted-rows capacity, blocks and segments of the routing for `pairs` pairs over E experts.

@@ -10,7 +10,7 @@ the tensors' device, CPU included. ``weight`` is the GGUF tensor's bytes, uint8 
 Supported types: q5_0, q8_0, mxfp4 and every I-quant (iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs,
 iq3_s, iq4_nl, iq4_xs). Others (k-quants, q4_0, ...) raise RuntimeError with sgl-kernel's wording
 ("Unsupported GGUF ... type"); a server keeps its own path for them. The MoE names (ggml_moe_a8,
-ggml_moe_a8_vec, ggml_moe_get_block_size) follow on lowbit's GPU MoE routing.
+ggml_moe_a8_vec, ggml_moe_get_block_size) are in ``lowbit.compat_moe``.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def _gguf_package() -> ModuleType:
         import gguf
     except ImportError as e:
         raise ImportError(
-            "lowbit.gguf needs the `gguf` package to read GGUF files: pip install gguf (lowbit tests 0.19.0)"
+            "lowbit.gguf needs the `gguf` package to read GGUF files: pip install 'lowbit[gguf]' (or gguf==0.19.0)"
         ) from e
     return gguf
 

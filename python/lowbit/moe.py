@@ -149,14 +149,9 @@ def moe_layer(
     w2_scales: torch.Tensor | None = None,
     expert_range: Sequence[int] | None = None,
     route: str = "auto",
-    kernel: str | None = None,
 ) -> torch.Tensor:
     """lowbit.fused_moe with the kernel named by `route`: "auto" (the dispatcher), "moe_vec" or
-    "moe_batched" (CUDA only; benchmarks and tests). `kernel` is the same argument's former name."""
-    if kernel is not None:
-        if route != "auto" and route != kernel:
-            raise ValueError(f'route: "{route}" and kernel: "{kernel}" name two kernels; pass one')
-        route = kernel
+    "moe_batched" (CUDA only; benchmarks and tests)."""
     return torch.ops.lowbit.moe_layer(
         x,
         w13,

@@ -97,7 +97,7 @@ def test_fused_moe_every_token_count(tokens, kind, rng: np.random.Generator) -> 
     x = torch.from_numpy(rng.standard_normal((tokens, hidden)).astype(np.float32)).to(dev())
     weights, ids = routing(rng, tokens, experts, top_k, kind)
     for kernel in KERNELS:
-        out = moe_layer(x, w13, w2, weights, ids, w13_type=t13, w2_type=t2, kernel=kernel)
+        out = moe_layer(x, w13, w2, weights, ids, w13_type=t13, w2_type=t2, route=kernel)
         ref = emulated_reference(x, w13, w2, weights, ids, t13, t2, kernel)
         assert rel_err(out, ref) < EMULATED_BOUND, kernel
     auto = lowbit.fused_moe(x, w13, w2, weights, ids, w13_type=t13, w2_type=t2)
@@ -130,7 +130,7 @@ def test_fused_moe_mixed_and_split_types(t13, t2, hidden, inter, tokens, activat
     ids = ids + begin
     kw = {"w13_type": t13, "w2_type": t2, "activation": activation, "w13_scales": s13, "w2_scales": s2}
     for kernel in KERNELS:
-        out = moe_layer(x, w13, w2, weights, ids, expert_range=(begin, begin + experts), kernel=kernel, **kw)
+        out = moe_layer(x, w13, w2, weights, ids, expert_range=(begin, begin + experts), route=kernel, **kw)
         ref = emulated_reference(x, w13, w2, weights, ids, t13, t2, kernel, activation, s13, s2, begin)
         assert rel_err(out, ref) < EMULATED_BOUND, kernel
 
@@ -147,7 +147,7 @@ def test_fused_moe_half_inputs_against_the_cpu_reference(dtype, rng: np.random.G
     kw = {"w13_type": QuantType.IQ2_XXS, "w2_type": QuantType.IQ4_XS}
     ref = lowbit.fused_moe(x.cpu().float(), w13.cpu(), w2.cpu(), weights.cpu(), ids.cpu(), **kw)
     for kernel in KERNELS:
-        out = moe_layer(x, w13, w2, weights.to(dtype), ids.int(), kernel=kernel, **kw)
+        out = moe_layer(x, w13, w2, weights.to(dtype), ids.int(), route=kernel, **kw)
         assert out.dtype == dtype
         assert rel_err(out, ref) < 1e-2, kernel
 
@@ -162,7 +162,7 @@ def test_graph_replay_equals_eager_and_runs_are_deterministic(kernel, rng: np.ra
     weights, ids = routing(rng, tokens, experts, top_k, "invalid")
 
     def run() -> torch.Tensor:
-        return moe_layer(x, w13, w2, weights, ids, w13_type=t13, w2_type=t2, kernel=kernel)
+        return moe_layer(x, w13, w2, weights, ids, w13_type=t13, w2_type=t2, route=kernel)
 
     eager = run()
     assert torch.equal(run(), eager), "two eager runs differ"

@@ -64,7 +64,11 @@ DeviceFacts read_device_facts(int device) {
 }  // namespace
 
 DeviceFacts device_facts(int device) {
-  if (device < 0) cudaGetDevice(&device);
+  if (device < 0 && cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    device = -1;
+  }
+  LOWBIT_CHECK(device >= 0, "device: no current CUDA device");
   // read once per device: every call plans, and the facts do not change while the process runs
   constexpr int kDevices = 64;
   static DeviceFacts facts[kDevices];

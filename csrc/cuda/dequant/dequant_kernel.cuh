@@ -89,6 +89,8 @@ template <class Traits>
 struct DequantShape {
   static constexpr tuning::DequantRow kRow = tuning::dequant_row(Traits::kType);
   static constexpr bool kViaInt8 = kRow.via_int8;
+  // the int8 decode takes no split scale (BlockRef{block, 0}): a row naming a split type is wrong
+  static_assert(!kViaInt8 || !Traits::kSplitScales, "the int8 dequantize reads no split scales");
   static constexpr int kGroups = kRow.groups;
   static constexpr int kRows = 4;
 };

@@ -59,7 +59,6 @@ __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_
   reinterpret_cast<__nv_bfloat162*>(a.workspace)[(r * k_pad + j) / 2] = __floats2bfloat162_rn(v0, v1);
 }
 
-
 // Keeps the compiler from moving accumulator registers while wgmma owns them.
 template <int N>
 __device__ __forceinline__ void fence_accumulators(float (&acc)[N]) {

@@ -16,7 +16,7 @@
 // One or two tokens' activations are quantized inside the kernel: each block quantizes all of
 // them (the int8 form of int8_activations.cuh) into its shared memory before its warps start,
 // which costs one L2 read of the activations per block instead of a second kernel whose
-// completion the MMVQ kernel would wait for (1.5 us at M = 1, 2 even with a programmatic launch;
+// completion the MMVQ kernel would wait for (slower at M = 1, 2 even with a programmatic launch;
 // NOTES.md). Three or four tokens' would cost every SM that quantization three or four times
 // over: there the int8 prologue kernel quantizes them once and each block copies its output. The grid
 // is one block per SM (1024 threads at 64 registers fill its register file), so the activations

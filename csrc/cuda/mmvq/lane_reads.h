@@ -46,7 +46,7 @@ struct HasI8Addends<Traits, std::void_t<decltype(&LaneReadsOf<Traits>::decode_i8
 // aligned, are always read with odd == false and block4 the block); grid_i8_from (grid formats)
 // or decode_i8_from, scale_i8_from and, with addends, decode_i8_addends_from decode from those.
 // Halfword and byte loads of the same bytes cost an L1 request each (IQ4_NL: 9 -> 5 load
-// instructions per block in SASS, 12.6 -> 11.4 us at one token).
+// instructions per block in SASS; timings in NOTES.md).
 template <class Traits, class = void>
 struct HasLaneWords : std::false_type {};
 template <class Traits>

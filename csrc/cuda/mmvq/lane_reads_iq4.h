@@ -69,7 +69,7 @@ struct LaneReads<QuantType::IQ4_XS> : LaneReadsBase<QuantType::IQ4_XS> {
   }
 
   // The sub-block's 16 code bytes as two 64-bit loads (decode_i8: four 32-bit ones), for the dp4a
-  // MMVQ at two tokens (at one the four loads measured 0.1 us faster); weights in global memory
+  // MMVQ at two tokens (at one the four loads measured faster, NOTES.md); weights in global memory
   // only (load_weight_words2 is a read-only-cache load)
   LOWBIT_HD static Int8Group decode_i8_whole_sub(BlockRef b, int g, const Codebooks& cb) {
     uint32_t w[2];

@@ -185,16 +185,19 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
                    layer.activation == Activation::kGELUTanh,
                "activation: unknown value ", static_cast<int>(layer.activation));
   const int64_t pairs = tokens * top_k;
-  LOWBIT_CHECK(plan.pairs == pairs && plan.block_size == kMoeBlockSize &&
-                   plan.sorted_capacity >= moe_sorted_capacity(pairs, E, plan.block_size),
-               "plan: made for ", plan.pairs, " pairs, this call has ", pairs, " (use plan_moe with this shape)");
+  // the plan's buffers are sized for its shape: a call of another shape would write past them
+  const MoeShape shape{layer.w13_type, layer.w2_type, tokens, E, top_k, H, I};
+  LOWBIT_CHECK(plan.shape == shape && plan.pairs == pairs && plan.block_size == kMoeBlockSize,
+               "plan: made for another shape (", plan.shape.tokens, " tokens, E = ", plan.shape.experts,
+               ", top_k = ", plan.shape.top_k, ", H = ", plan.shape.hidden, ", I = ", plan.shape.intermediate,
+               "); use plan_moe with this call's shape");
   LOWBIT_CHECK(workspace_bytes >= plan.workspace.total && workspace != nullptr && aligned(workspace, 256),
                "workspace: ", workspace_bytes, " bytes; the plan needs ", plan.workspace.total, ", 256-byte aligned");
   LOWBIT_CHECK(tokens == 0 || (x != nullptr && out != nullptr && topk_weights != nullptr && ids.data != nullptr),
                "x/out/topk_weights/topk_ids: null pointer");
   LOWBIT_CHECK(x_row_stride >= H, "x: row stride ", x_row_stride, " must be >= H = ", H);
   const bool x_bf16 = x_type == FloatType::BF16 && aligned(x, 16) && x_row_stride % 8 == 0;
-  LOWBIT_CHECK(x_bf16 || plan.workspace.x_bf16 != plan.workspace.gated,
+  LOWBIT_CHECK(x_bf16 || !plan.x_is_bf16,
                "plan: made for bf16 activations (16-byte aligned, row stride a multiple of 8); this x needs the "
                "rounding copy (plan_moe with x_is_bf16 = false)");
   const bool batched = plan.kernel == MoeKernel::kBatched;

@@ -5,17 +5,16 @@
 // own primitive, and multiplies on the tensor cores (Bf16TileMma). The epilogue writes each pair's
 // row of the output (plain float32, or bf16 act(gate) * up where the tile holds the gate and up
 // rows of the same outputs). Nothing outside the tile is ever decoded to bf16.
-//
-// Interim: mma.sync; the next slice is loaded and decoded into registers while the tensor cores
-// take the current one, nothing deeper (the wgmma kernel of the MMQ work replaces this core; the
-// routing, gather and epilogue stay).
+// The next slice is loaded and decoded into registers while the tensor cores take the current
+// one. Its weights are the float decode rounded to bf16 once (render_bf16 of the dense kernels
+// rounds the scale first), so its bf16 values may differ from MMQ's in the last bit.
 #pragma once
 
 #include <cuda_bf16.h>
 
 #include "cuda/common/device_codebooks.cuh"
 #include "cuda/common/launch.h"
-#include "cuda/mmq/bf16_tile_mma.cuh"
+#include "cuda/moe/bf16_tile_mma.cuh"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/moe_weight_rows.cuh"
 

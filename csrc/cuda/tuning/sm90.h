@@ -69,20 +69,26 @@ inline constexpr DequantRow kDequantRows[] = {
     {kAnyType, 2, false, &kDequant20261129},
 };
 
-// One MMVQ pass beats dequantize + cuBLAS by 2.1-2.8x at M = 16 and two passes by 1.06-1.53x at
-// M = 24 and 32 for every type; three passes would lose (dense-20261129-02d83ef.csv).
+// Two MMVQ passes still beat dequantize + cuBLAS at 32 tokens for every type, three would lose
+// (NOTES.md, "Dispatcher thresholds").
 inline constexpr MmvqLimitRow kMmvqLimitRows[] = {
     {9, kAnyType, 32, &kDense20261129},
 };
 
 inline constexpr Provenance kMmq20261201{"H200", "686ba1c", "2026-12-01"};
+inline constexpr Provenance kMoe20261201{"H200", "b6b267f", "2026-12-01"};
 
-// MMQ against MMVQ and dequantize + cuBLAS, N=4096 K=14336, the nine I-quants
-// (mmq-20261201-*.csv): MMVQ stays ahead up to 16 tokens (iq4_xs 36 vs 44 us), MMQ leads from 17
-// (iq4_xs M=32 50 vs 71 us) to 128 tokens (74 vs 80 us); at 512 the two tie and from 2048
-// dequantize + cuBLAS leads. 129 to 511 tokens were not measured: cuBLAS keeps them.
+// MMQ against MMVQ and dequantize + cuBLAS, N=4096 K=14336, the nine I-quants: MMVQ ahead up to 16
+// tokens, MMQ from 17 to 128, cuBLAS from 512; 129 to 511 not measured, cuBLAS keeps them
+// (NOTES.md, "MMQ on Hopper").
 inline constexpr MmqRangeRow kMmqRangeRows[] = {
     {9, 17, 128, &kMmq20261201},
+};
+
+// One MoE projection over E=128, top-8, N=768, K=2048 (iq2_xxs, iq3_s, iq4_xs): the vector kernel
+// ahead at 32 tokens, the batched one at 128 (NOTES.md, "MoE on the GPU").
+inline constexpr MoeVectorLimitRow kMoeVectorLimitRows[] = {
+    {9, 32, &kMoe20261201},
 };
 
 }  // namespace lowbit::tuning::sm90

@@ -44,4 +44,16 @@ constexpr bool mmq_serves(int64_t m, int compute_major) {
   return false;
 }
 
+// The MoE vector limit on a GPU of this major architecture; `measured` as mmvq_max_tokens gives it
+// (nullptr: the provisional 16 of a GPU never measured, where a batched block holds about one pair).
+constexpr int moe_vector_max_tokens(int compute_major, const Provenance** measured = nullptr) {
+  for (const MoeVectorLimitRow& row : sm90::kMoeVectorLimitRows)
+    if (row.compute_major == compute_major) {
+      if (measured != nullptr) *measured = row.measured;
+      return row.max_tokens;
+    }
+  if (measured != nullptr) *measured = nullptr;
+  return 16;
+}
+
 }  // namespace lowbit::tuning

@@ -75,4 +75,12 @@ struct MmqRangeRow {
   const Provenance* measured;
 };
 
+// The MoE planner's vector limit: the vector kernel serves up to max_tokens tokens on GPUs of this
+// major architecture, the batched one above.
+struct MoeVectorLimitRow {
+  int compute_major;
+  int max_tokens;
+  const Provenance* measured;
+};
+
 }  // namespace lowbit::tuning

@@ -1,10 +1,11 @@
 // CUDA implementations of the lowbit ops over lowbit's C++ CUDA API: on the tensors' device, on
-// torch's current stream, no host synchronization (CUDA-graph capturable).
-#include <c10/cuda/CUDAFunctions.h>
+// torch's current stream, no host synchronization (CUDA-graph capturable; fused_moe past the MoE
+// kernels' limits excepted, cuda/moe_ops.h).
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include "cuda/aligned.h"
 #include "cuda/moe_ops.h"
 #include "lowbit/cuda.h"
 #include "lowbit/dispatch.h"
@@ -14,35 +15,17 @@
 namespace lowbit::torch_ops {
 namespace {
 
-bool aligned16(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
-}
-
-// The kernels copy weights in aligned 16-byte pieces; a view that starts mid-way (a row slice
-// whose row_bytes is not a multiple of 16) is copied once into fresh, aligned storage.
-struct AlignedWeight {
-  at::Tensor w, scales;
-  WeightArg arg;
-};
-AlignedWeight aligned_weight(const WeightArg& arg, const at::Tensor& w, const std::optional<at::Tensor>& scales) {
-  AlignedWeight a{w, scales.value_or(at::Tensor()), arg};
-  if (!aligned16(w.data_ptr())) {
-    a.w = w.clone();
-    a.arg.view.data = a.w.data_ptr();
-  }
-  return a;
-}
-
 at::Tensor dequantize_cuda(const at::Tensor& w, int64_t qtype, int64_t k, const std::optional<at::Tensor>& scales,
                            std::optional<at::ScalarType> dtype) {
   const DequantizePlan p = plan_dequantize(w, qtype, k, scales, dtype);
   const c10::cuda::CUDAGuard guard(w.device());
-  const AlignedWeight a = aligned_weight(p.w, w, scales);
+  at::Tensor keep;
+  const WeightArg a = aligned_weight(p.w, w, keep);
   at::Tensor out = at::empty(p.out_shape, w.options().dtype(p.dtype));
   const int64_t rows = p.w.total_rows;
   if (rows == 0) return out;  // nothing to decode (E = 0 or N = 0): no launch
   translate_errors([&] {
-    cuda::dequantize(p.w.type, a.arg.view, rows, p.w.k, out.data_ptr(), float_type(p.dtype), p.w.k,
+    cuda::dequantize(p.w.type, a.view, rows, p.w.k, out.data_ptr(), float_type(p.dtype), p.w.k,
                      c10::cuda::getCurrentCUDAStream());
   });
   return out;
@@ -50,24 +33,23 @@ at::Tensor dequantize_cuda(const at::Tensor& w, int64_t qtype, int64_t k, const 
 
 // y [M, N] = x [M, K] W^T as `plan` (lowbit::plan_linear) says: MMVQ in passes of up to 16 tokens,
 // MMQ, or the bf16 weight (decoded into the plan's workspace) times x through torch's GEMM.
-at::Tensor run_plan(const Plan& plan, const AlignedWeight& a, const at::Tensor& x2) {
+at::Tensor run_plan(const Plan& plan, const WeightArg& w, const at::Tensor& x2) {
   at::Tensor x = x2.contiguous();
+  if (plan.m == 0 || plan.n == 0) return at::empty({plan.m, plan.n}, x.options());  // nothing to compute
   if (!aligned16(x.data_ptr()) || x.stride(0) % 8 != 0) x = x.clone();
+  const bool gemm = plan.kernel == DenseKernel::kDequantMatmul;  // torch's GEMM writes the output then
   // the output first (it takes the block the caching allocator offers first), then the workspace
   // from torch's caching allocator (stream-ordered, graph-safe), only where the plan reads one
-  at::Tensor y = at::empty({plan.m, plan.n}, x.options());
+  at::Tensor y = gemm ? at::Tensor() : at::empty({plan.m, plan.n}, x.options());
   const at::Tensor ws = plan.workspace_bytes > 0
                             ? at::empty({static_cast<int64_t>(plan.workspace_bytes)}, x.options().dtype(at::kByte))
                             : at::Tensor();
   void* const ws_ptr = plan.workspace_bytes > 0 ? ws.data_ptr() : nullptr;
   translate_errors([&] {
-    cuda::execute(plan, a.arg.view, x.data_ptr(), float_type(x.scalar_type()), x.stride(0), y.data_ptr(), plan.n,
-                  ws_ptr, plan.workspace_bytes, c10::cuda::getCurrentCUDAStream());
+    cuda::execute(plan, w.view, x.data_ptr(), float_type(x.scalar_type()), x.stride(0), gemm ? nullptr : y.data_ptr(),
+                  plan.n, ws_ptr, plan.workspace_bytes, c10::cuda::getCurrentCUDAStream());
   });
-  if (plan.kernel == DenseKernel::kDequantMatmul) {
-    const at::Tensor weight = ws.view(at::kBFloat16).view({plan.n, plan.k});
-    y = at::matmul(x.to(at::kBFloat16), weight.t()).to(x.scalar_type());
-  }
+  if (gemm) y = at::matmul(x.to(at::kBFloat16), ws.view(at::kBFloat16).view({plan.n, plan.k}).t()).to(x.scalar_type());
   return y;
 }
 
@@ -75,7 +57,8 @@ at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
                        const std::optional<at::Tensor>& bias, c10::string_view route) {
   const LinearPlan p = plan_linear(x, w, qtype, scales, bias);
   const c10::cuda::CUDAGuard guard(w.device());
-  const AlignedWeight a = aligned_weight(p.w, w, scales);
+  at::Tensor keep;
+  const WeightArg a = aligned_weight(p.w, w, keep);
   PlanOptions options;
   if (route != "auto") {
     options.kernel = translate_errors([&] { return parse_dense_kernel(std::string(route), "route"); });
@@ -100,7 +83,8 @@ at::Tensor mmvq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, co
   options.math = p.math;
   const Plan plan =
       translate_errors([&] { return plan_linear(p.w.type, p.m, p.w.rows, p.w.k, device_facts(w.device()), options); });
-  return run_plan(plan, aligned_weight(p.w, w, scales), x);
+  at::Tensor keep;
+  return run_plan(plan, aligned_weight(p.w, w, keep), x);
 }
 
 at::Tensor mmq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
@@ -112,7 +96,8 @@ at::Tensor mmq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, con
   PlanOptions options;
   options.kernel = facts.mmq ? DenseKernel::kMmq : DenseKernel::kDequantMatmul;
   const Plan plan = translate_errors([&] { return plan_linear(p.w.type, p.m, p.w.rows, p.w.k, facts, options); });
-  return run_plan(plan, aligned_weight(p.w, w, scales), x.reshape({p.m, p.w.k})).reshape(p.out_shape);
+  at::Tensor keep;
+  return run_plan(plan, aligned_weight(p.w, w, keep), x.reshape({p.m, p.w.k})).reshape(p.out_shape);
 }
 
 at::Tensor fused_moe_cuda(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2,

@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "composite.h"
+#include "cuda/aligned.h"
 #include "lowbit/cuda.h"
 #include "lowbit/cuda_moe.h"
 #include "moe_op_plans.h"
@@ -13,19 +14,6 @@
 
 namespace lowbit::torch_ops {
 namespace {
-
-bool aligned16(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
-}
-
-// The kernels read weights from a 16-byte aligned base; a view starting mid-way is copied once.
-WeightArg aligned_weight(WeightArg arg, const at::Tensor& w, at::Tensor& keep) {
-  if (!aligned16(w.data_ptr())) {
-    keep = w.clone();
-    arg.view.data = keep.data_ptr();
-  }
-  return arg;
-}
 
 // x as the projection kernels read it: bf16, contiguous, 16-byte aligned.
 at::Tensor bf16_rows(const at::Tensor& x) {
@@ -150,13 +138,13 @@ at::Tensor fused_moe_cuda_run(const at::Tensor& x, const at::Tensor& w13, const 
   const FusedMoePlan p = plan_fused_moe(x, w13, w2, topk_weights, topk_ids, w13_type, w2_type, activation, w13_scales,
                                         w2_scales, expert_range);
   const c10::cuda::CUDAGuard guard(x.device());
+  if (p.tokens == 0 || p.top_k == 0 || p.local_experts == 0) return at::zeros({p.tokens, p.hidden}, x.options());
   at::Tensor keep13, keep2;
   FusedMoePlan a = p;
   a.w13 = aligned_weight(p.w13, w13, keep13);
   a.w2 = aligned_weight(p.w2, w2, keep2);
-  if (p.tokens == 0 || p.top_k == 0 || p.local_experts == 0) return at::zeros({p.tokens, p.hidden}, x.options());
   if (p.local_experts > kMoeMaxExperts || p.top_k > kMoeMaxTopK) {
-    TORCH_CHECK_VALUE(!force.has_value(), "kernel: ", moe_kernel_name(*force), " takes E <= ", kMoeMaxExperts,
+    TORCH_CHECK_VALUE(!force.has_value(), "route: ", moe_kernel_name(*force), " takes E <= ", kMoeMaxExperts,
                       " and top_k <= ", kMoeMaxTopK, "; got E = ", p.local_experts, ", top_k = ", p.top_k);
     return fused_moe_composite(a, x, topk_weights, topk_ids, &dequantize_expert);
   }

@@ -85,7 +85,7 @@ struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s,
     const uint32_t qh = b.bytes[offsetof(Block, qh) + ib];
     // the rows as the dp4a MMVQ's word read forms them (grid_rows, csrc/cuda/mmvq/lane_reads_iq3.h),
     // written out: through grid_rows ptxas gave the dequantize kernel 80 registers instead of 64
-    // (43.3 -> 48.5 us)
+    // (NOTES.md, 17e1f35)
     row0 = cb.iq3s_grid[qs[2 * l] | ((qh << (8 - 2 * l)) & 256u)];
     row1 = cb.iq3s_grid[qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256u)];
     signs = b.bytes[offsetof(Block, signs) + 4 * ib + l];

@@ -3,7 +3,7 @@
 // (activations) and B [TileN][TileK] row-major (weight rows, i.e. B^T), rows padded by 8
 // elements so that the fragment loads of a warp hit 32 distinct banks. The warps tile the block
 // WarpsM x WarpsN; each warp owns a (TileM / WarpsM) x (TileN / WarpsN) piece of C.
-// Used by the MoE batched kernel (grouped rows); the dense MMQ is to reuse it.
+// Used by the MoE batched kernel (grouped rows).
 #pragma once
 
 #include <cstdint>
