@@ -105,13 +105,20 @@ for step in "${steps[@]}"; do
       python3 -X faulthandler benchmarks/bench_dense.py --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
       tail -22 "$OUT/bench.log" ;;
     ncu)
-      # the MMVQ kernel of each of NCU_TYPES at NCU_M tokens: speed of light, scheduler and warp
-      # states, occupancy (the clocks left alone: device/METHOD.md)
+      # the MMVQ kernel (NCU_MATH auto | bf16 | int8) or the MMQ tile kernel (NCU_MATH=mmq) of each
+      # of NCU_TYPES at each of NCU_M tokens: speed of light, scheduler and warp states (stall
+      # reasons), occupancy, compute and memory workload (the clocks left alone: device/METHOD.md)
+      math="${NCU_MATH:-auto}"; kernel=mmvq; [ "$math" = mmq ] && kernel=mmq_wgmma
       for t in ${NCU_TYPES:-iq4_xs}; do
-        ncu --clock-control none -k regex:mmvq --launch-skip 3 --launch-count 1 --section SpeedOfLight \
-          --section SchedulerStats --section WarpStateStats --section Occupancy \
-          python3 benchmarks/profile_mmvq.py "$t" "${NCU_M:-1}" auto > "$OUT/ncu-$t.txt" 2>&1
-        echo "ncu $t rc=$?"; grep -E "Duration|Issued Warp Per|Warp Cycles Per Issued" "$OUT/ncu-$t.txt" | head -3
+        for m in ${NCU_M:-1}; do
+          ncu --clock-control none -k regex:$kernel --launch-skip 3 --launch-count 1 --section SpeedOfLight \
+            --section SchedulerStats --section WarpStateStats --section Occupancy --section ComputeWorkloadAnalysis \
+            --section MemoryWorkloadAnalysis python3 benchmarks/profile_mmvq.py "$t" "$m" "$math" \
+            > "$OUT/ncu-$kernel-$t-m$m.txt" 2>&1
+          echo "ncu $kernel $t M=$m rc=$?"
+          grep -E "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Compute \(SM\) Thr|Memory Thr" \
+            "$OUT/ncu-$kernel-$t-m$m.txt" | head -8
+        done
       done ;;
     gbench)
       build-dev/lowbit_bench_cuda --benchmark_min_time=0.05s --benchmark_out="$OUT/gbench.json" > "$OUT/gbench.log" 2>&1

@@ -1,6 +1,8 @@
-"""Runs one MMVQ configuration a few times, for a profiler (ncu) to capture:
+"""Runs one MMVQ or MMQ configuration a few times, for a profiler (ncu) to capture:
     ncu -k regex:mmvq --launch-skip 3 --launch-count 1 python3 benchmarks/profile_mmvq.py iq4_xs 1 int8
-Arguments: type, M, math (auto | bf16 | int8); N = 4096, K = 14336, bf16 activations."""
+    ncu -k regex:mmq_wgmma --launch-skip 3 --launch-count 1 python3 benchmarks/profile_mmvq.py iq4_xs 128 mmq
+Arguments: type, M, math (auto | bf16 | int8 for MMVQ; mmq for torch.ops.lowbit.mmq); N = 4096,
+K = 14336, bf16 activations."""
 
 from __future__ import annotations
 
@@ -23,7 +25,10 @@ def main() -> int:
     weights = [random_weight(qtype, 4096, 14336, np.random.default_rng(i), device=dev) for i in range(5)]
     x = torch.randn(m, 14336, device=dev, dtype=torch.bfloat16)
     for w, s in weights:
-        torch.ops.lowbit.mmvq(x, w, int(qtype), scales=s, math=math)
+        if math == "mmq":
+            torch.ops.lowbit.mmq(x, w, int(qtype), scales=s)
+        else:
+            torch.ops.lowbit.mmvq(x, w, int(qtype), scales=s, math=math)
     torch.cuda.synchronize()
     return 0
 
