@@ -33,11 +33,6 @@ static_assert(kMoeTileM == kMoeTileN, "one row map fills A and B");
 static_assert(MoeTileMma::kCBytes <= kMoeSharedBytes, "the C tile reuses the A and B buffers");
 static_assert(kMoeRowsPerThread * kMoeRowStep == kMoeTileM, "threads cover the tile");
 
-// Blocks of this kernel per routing block of `block_size` sorted rows.
-__host__ __device__ inline int moe_batched_tiles_per_block(int block_size) {
-  return (block_size + kMoeTileM - 1) / kMoeTileM;
-}
-
 // Outputs one tile covers: gated tiles hold kMoeTileN / 2 gate rows and the matching up rows.
 __host__ __device__ inline int64_t moe_batched_outputs_per_tile(bool gated) {
   return gated ? kMoeTileN / 2 : kMoeTileN;

@@ -48,6 +48,11 @@ inline constexpr int kMoeTileM = 64;
 inline constexpr int kMoeTileN = 64;
 inline constexpr int kMoeTileK = 64;
 
+// Blocks of the mma.sync batched kernel per routing block of `block_size` sorted rows.
+__host__ __device__ inline int moe_batched_tiles_per_block(int block_size) {
+  return (block_size + kMoeTileM - 1) / kMoeTileM;
+}
+
 template <QuantType T>
 void launch_moe_vec(const MoeProjArgs& a, cudaStream_t stream);
 
