@@ -180,10 +180,14 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
             check = min(T, CHECK_TOKENS)
             ref = reference_proj(x, ws[0], q, ids, top_k, check)
             block = moe_block_size(T * top_k, E)  # the grouped MMQ's token tile on Hopper
+
+            def batched(r: int) -> torch.Tensor:
+                return moe_batched(x, ws[r], q, moe_align(ids, E, block), top_k, T * top_k)  # noqa: B023
+
             auto = "moe_vec" if T <= 16 else "moe_batched"  # the layer's provisional limit (moe_policy.cpp)
             calls = {
                 "moe_vec": lambda r: moe_vec(x, ws[r], q, ids, top_k),  # noqa: B023
-                "moe_batched": lambda r: moe_batched(x, ws[r], q, moe_align(ids, E, block), top_k, T * top_k),  # noqa: B023
+                "moe_batched": batched,
                 "dequant_matmul": lambda r: dequant_matmul_proj(x, ws[r], q, ids, top_k),  # noqa: B023
             }
             calls["auto"] = calls[auto]
@@ -216,7 +220,6 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                 writer.writerow(row)
                 rows.append(row)
                 print(f"moe_proj {name} T={T} {kernel}: {t:.1f} us rel_err {err:.1e}", flush=True)
-            del block
     return rows
 
 

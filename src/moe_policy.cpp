@@ -112,10 +112,10 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
   w.segment_counts = take(batched ? i32(p.segments * s.experts) : 0);
   w.x_bf16 = take(x_is_bf16 ? 0 : static_cast<size_t>(s.tokens * s.hidden) * 2);
   const auto k_padded = [](int64_t k) { return (k + 255) / 256 * 256; };  // MMQ's K unit
-  w.x_mmq = take(p.grouped_mmq ? static_cast<size_t>(std::max(s.tokens * k_padded(s.hidden),
-                                                               p.pairs * k_padded(s.intermediate))) *
-                                     2
-                               : 0);
+  w.x_mmq =
+      take(p.grouped_mmq
+               ? static_cast<size_t>(std::max(s.tokens * k_padded(s.hidden), p.pairs * k_padded(s.intermediate))) * 2
+               : 0);
   w.gated = take(static_cast<size_t>(p.pairs * s.intermediate) * 2);
   w.down = take(static_cast<size_t>(p.pairs * s.hidden) * 4);
   w.total = at;

@@ -34,8 +34,8 @@ struct MoeRouting {
   int64_t capacity = 0;              // >= moe_sorted_capacity(pairs, experts, block_size)
   int32_t* block_experts = nullptr;  // [blocks], blocks * block_size >= capacity
   int64_t blocks = 0;
-  int32_t* num_padded = nullptr;  // [1]
-  int32_t* pair_slots = nullptr;  // [pairs]
+  int32_t* num_padded = nullptr;   // [1]
+  int32_t* pair_slots = nullptr;   // [pairs]
   int block_size = kMoeBlockSize;  // the block_size moe_align made it with
 };
 

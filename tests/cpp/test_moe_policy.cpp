@@ -52,34 +52,34 @@ TEST(MoePolicy, WorkspaceBuffersAreAlignedAndDisjoint) {
   for (const DeviceFacts& device : {kH200, kH200Mmq})
     for (bool bf16 : {true, false})
       for (int64_t tokens : {int64_t{1}, int64_t{7}, int64_t{129}, int64_t{4096}}) {
-      const MoePlan p = plan_moe(qwen3(tokens), bf16, device);
-      const auto k_pad = [](int64_t k) { return (k + 255) / 256 * 256; };
-      const MoeWorkspaceLayout& w = p.workspace;
-      const int64_t pairs = p.pairs;
-      const bool batched = p.kernel == MoeKernel::kBatched;
-      struct Buffer {
-        size_t at, bytes;
-      };
-      std::vector<Buffer> buffers = {
-          {w.pair_experts, static_cast<size_t>(pairs) * 4},
-          {w.sorted_pairs, batched ? static_cast<size_t>(p.sorted_capacity) * 4 : 0},
-          {w.block_experts, batched ? static_cast<size_t>(p.blocks) * 4 : 0},
-          {w.num_padded, batched ? 4u : 0u},
-          {w.pair_slots, batched ? static_cast<size_t>(pairs) * 4 : 0},
-          {w.segment_counts, batched ? static_cast<size_t>(p.segments * 128) * 4 : 0},
-          {w.x_bf16, bf16 ? 0 : static_cast<size_t>(tokens * 2048) * 2},
-          {w.x_mmq, p.grouped_mmq ? static_cast<size_t>(std::max(tokens * k_pad(2048), pairs * k_pad(768))) * 2 : 0},
-          {w.gated, static_cast<size_t>(pairs * 768) * 2},
-          {w.down, static_cast<size_t>(pairs * 2048) * 4},
-      };
-      size_t end = 0;
-      for (const Buffer& b : buffers) {
-        EXPECT_EQ(b.at % 256, 0u);
-        EXPECT_GE(b.at, end);  // in order, no overlap
-        end = b.at + b.bytes;
+        const MoePlan p = plan_moe(qwen3(tokens), bf16, device);
+        const auto k_pad = [](int64_t k) { return (k + 255) / 256 * 256; };
+        const MoeWorkspaceLayout& w = p.workspace;
+        const int64_t pairs = p.pairs;
+        const bool batched = p.kernel == MoeKernel::kBatched;
+        struct Buffer {
+          size_t at, bytes;
+        };
+        std::vector<Buffer> buffers = {
+            {w.pair_experts, static_cast<size_t>(pairs) * 4},
+            {w.sorted_pairs, batched ? static_cast<size_t>(p.sorted_capacity) * 4 : 0},
+            {w.block_experts, batched ? static_cast<size_t>(p.blocks) * 4 : 0},
+            {w.num_padded, batched ? 4u : 0u},
+            {w.pair_slots, batched ? static_cast<size_t>(pairs) * 4 : 0},
+            {w.segment_counts, batched ? static_cast<size_t>(p.segments * 128) * 4 : 0},
+            {w.x_bf16, bf16 ? 0 : static_cast<size_t>(tokens * 2048) * 2},
+            {w.x_mmq, p.grouped_mmq ? static_cast<size_t>(std::max(tokens * k_pad(2048), pairs * k_pad(768))) * 2 : 0},
+            {w.gated, static_cast<size_t>(pairs * 768) * 2},
+            {w.down, static_cast<size_t>(pairs * 2048) * 4},
+        };
+        size_t end = 0;
+        for (const Buffer& b : buffers) {
+          EXPECT_EQ(b.at % 256, 0u);
+          EXPECT_GE(b.at, end);  // in order, no overlap
+          end = b.at + b.bytes;
+        }
+        EXPECT_GE(w.total, end);
       }
-      EXPECT_GE(w.total, end);
-    }
 }
 
 TEST(MoePolicy, GroupedMmqTokenTileFollowsPairsPerExpert) {

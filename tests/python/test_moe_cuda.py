@@ -6,10 +6,11 @@ replay equal to eager bit for bit, determinism, routing equal to the CPU's, expe
 
 Bounds. The emulated reference rounds x to bf16, decodes the weights exactly (the batched kernel:
 then to bf16 as it renders them: on Hopper the grouped MMQ's magnitude times bf16 scale rounded
-once, _kernel_arithmetic.kernel_bf16_weights; elsewhere the float decode rounded), computes h in float64, rounds act(gate) * up to bf16, and sums
-down projections and the top-k combine in float64. What remains is float32 accumulation order
-(about 1e-6 relative) and act() in float32 flipping a bf16 rounding of an element now and then
-(2^-8 on a small fraction of elements): ||out - ref|| / ||ref|| < 2e-3 for float32 outputs.
+once, _kernel_arithmetic.kernel_bf16_weights; elsewhere the float decode rounded), computes h in
+float64, rounds act(gate) * up to bf16, and sums down projections and the top-k combine in
+float64. What remains is float32 accumulation order (about 1e-6 relative) and act() in float32
+flipping a bf16 rounding of an element now and then (2^-8 on a small fraction of elements):
+||out - ref|| / ||ref|| < 2e-3 for float32 outputs.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def batched_bf16_weights(w, qtype, scales, block_size) -> torch.Tensor:
     """float64 [E, N, K] on dev(): the bf16 weights the batched kernel multiplies."""
     if grouped_mmq_runs(block_size):
         per_expert = [
-            kernel_bf16_weights(qtype, w[e].cpu(), None if scales is None else scales[e].cpu()) for e in range(w.shape[0])
+            kernel_bf16_weights(qtype, w[e].cpu(), None if scales is None else scales[e].cpu())
+            for e in range(w.shape[0])
         ]
         return torch.stack(per_expert).to(dev())
     return bf16(lowbit.dequantize(w, qtype, scales=scales).double())

@@ -1,4 +1,5 @@
-// MMQ kernels (dense and grouped for MoE) of the iq3 family (sm_90a; one translation unit per family keeps builds parallel).
+// MMQ kernels (dense and grouped for MoE) of the iq3 family (sm_90a; one translation unit per family keeps builds
+// parallel).
 #include "cuda/mmq/mmq_grouped_kernel.cuh"
 
 namespace lowbit::cuda_detail {

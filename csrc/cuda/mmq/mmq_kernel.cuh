@@ -81,8 +81,8 @@ __device__ __forceinline__ void store_output(const MmqArgs& a, int64_t m, int64_
 // `act_row(r)` gives the row of the permuted activations that tile row r reads, or -1 for zeros;
 // `upper_gap` > 0 (gated tiles) places a warp's rows 8..15 that many rows after its rows 0..7.
 struct MmqTileSource {
-  MmvqArgs w;        // w, strides, scales of the rows; n = rows that exist; k
-  int64_t row0;      // this warp's first row
+  MmvqArgs w;         // w, strides, scales of the rows; n = rows that exist; k
+  int64_t row0;       // this warp's first row
   int64_t upper_gap;  // kSplitHalves: rows between a warp's row 7 and its row 8, less one
 };
 
@@ -114,8 +114,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
       const int r = p >> 5, c = p & 31;
       const int64_t x_row = act_row(r);
       const bool valid = x_row >= 0;
-      const __nv_bfloat16* from =
-          xp + (valid ? x_row : 0) * k_pad + static_cast<int64_t>(u) * kMmqUnitElems + 8 * c;
+      const __nv_bfloat16* from = xp + (valid ? x_row : 0) * k_pad + static_cast<int64_t>(u) * kMmqUnitElems + 8 * c;
       uint8_t* dst = st + (c >> 3) * Tl::kSliceBytes + (r >> 3) * 1024 + (r & 7) * 128 + (((c & 7) ^ (r & 7)) << 4);
       cp_async_16(dst, from, valid ? 16 : 0);
     }

@@ -123,9 +123,9 @@ void check_vec_grid(int64_t pairs, int64_t n, bool gated) {
 void check_batched_grid(int64_t capacity, int64_t n, bool gated, int block_size) {
   const int64_t per_tile = gated ? cuda_detail::kMoeTileN / 2 : cuda_detail::kMoeTileN;
   LOWBIT_CHECK((n + per_tile - 1) / per_tile <= 65535, "w: N = ", n, " needs more than 65535 tiles of ", per_tile);
-  LOWBIT_CHECK((capacity + block_size - 1) / block_size * cuda_detail::moe_batched_tiles_per_block(block_size) <
-                   kMaxGridX,
-               "sorted_pairs: too many rows");
+  LOWBIT_CHECK(
+      (capacity + block_size - 1) / block_size * cuda_detail::moe_batched_tiles_per_block(block_size) < kMaxGridX,
+      "sorted_pairs: too many rows");
 }
 
 void check_routing(const MoeRouting& r, int64_t pairs, int64_t experts, int block_size) {
@@ -194,8 +194,8 @@ void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStrea
   check_routing(routing, proj.pairs, proj.experts, routing.block_size);
   check_batched_grid(routing.capacity, proj.n, false, routing.block_size);
   const size_t need = moe_batched_workspace_bytes(proj, routing.block_size);
-  LOWBIT_CHECK(workspace == nullptr || (workspace_bytes >= need && aligned(workspace, 256)), "workspace: ",
-               workspace_bytes, " bytes; moe_batched needs ", need, ", 256-byte aligned");
+  LOWBIT_CHECK(workspace == nullptr || (workspace_bytes >= need && aligned(workspace, 256)),
+               "workspace: ", workspace_bytes, " bytes; moe_batched needs ", need, ", 256-byte aligned");
   cuda_detail::MoeProjArgs a = proj_args(proj, false, Activation::kSiLU);
   a.sorted_pairs = routing.sorted_pairs;
   a.sorted_capacity = routing.capacity;
@@ -206,8 +206,8 @@ void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStrea
   cuda_detail::StreamOrderedBuffer owned{nullptr, stream};
   uint8_t* mmq_workspace = nullptr;
   if (need > 0)
-    mmq_workspace = static_cast<uint8_t*>(
-        cuda_detail::workspace_or_allocate(workspace, need, owned, stream, "moe_batched"));
+    mmq_workspace =
+        static_cast<uint8_t*>(cuda_detail::workspace_or_allocate(workspace, need, owned, stream, "moe_batched"));
   launch_projection(proj.type, a, true, stream, mmq_workspace);
 }
 

@@ -34,7 +34,7 @@ struct MoeProjArgs {
   const int32_t* block_experts;
   const int32_t* num_padded;
   int block_size;  // batched kernels: sorted rows per routing block
-  void* out;  // float32, or bf16 bits when gated
+  void* out;       // float32, or bf16 bits when gated
   int64_t out_row_stride;
   bool gated;
   Activation activation;

@@ -99,9 +99,12 @@ at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qt
   const at::Tensor xb = bf16_rows(x);
   const at::Tensor sorted = sorted_pair_ids.contiguous(), blocks = block_experts.contiguous();
   const at::Tensor used = num_padded.contiguous();
-  cuda::MoeRouting r{const_cast<int32_t*>(sorted.data_ptr<int32_t>()), sorted.numel(),
-                     const_cast<int32_t*>(blocks.data_ptr<int32_t>()), blocks.numel(),
-                     const_cast<int32_t*>(used.data_ptr<int32_t>()),   nullptr,
+  cuda::MoeRouting r{const_cast<int32_t*>(sorted.data_ptr<int32_t>()),
+                     sorted.numel(),
+                     const_cast<int32_t*>(blocks.data_ptr<int32_t>()),
+                     blocks.numel(),
+                     const_cast<int32_t*>(used.data_ptr<int32_t>()),
+                     nullptr,
                      static_cast<int>(p.block_size)};
   const cuda::MoeProjection proj = projection(wa, xb, top_k, pairs, y);
   // sized from shapes alone (graph capture); the caching allocator's blocks are 512-byte aligned
