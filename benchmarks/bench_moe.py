@@ -33,7 +33,7 @@ from pathlib import Path
 import lowbit
 import torch
 from lowbit import QuantType
-from lowbit.moe import moe_align, moe_batched, moe_layer, moe_vec, select_moe_kernel
+from lowbit.moe import moe_align, moe_batched, moe_block_size, moe_layer, moe_vec, select_moe_kernel
 
 HEADER = "op,kernel,qtype,N,K,M,E,top_k,median_us,weight_GBps,tflops,rel_err,gpu,commit,date,notes,plain_us"
 # ANCHORS.md, ggml MUL_MAT_ID E=128 top-8 N=768 K=2048 on the H200 (re-measured 2026-12-01), us
@@ -179,11 +179,15 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
             touched = wbytes * used / E
             check = min(T, CHECK_TOKENS)
             ref = reference_proj(x, ws[0], q, ids, top_k, check)
-            routing = moe_align(ids, E)
+            block = moe_block_size(T * top_k, E)  # the grouped MMQ's token tile on Hopper
+
+            def batched(r: int) -> torch.Tensor:
+                return moe_batched(x, ws[r], q, moe_align(ids, E, block), top_k, T * top_k)  # noqa: B023
+
             auto = "moe_vec" if T <= 16 else "moe_batched"  # the layer's provisional limit (moe_policy.cpp)
             calls = {
                 "moe_vec": lambda r: moe_vec(x, ws[r], q, ids, top_k),  # noqa: B023
-                "moe_batched": lambda r: moe_batched(x, ws[r], q, moe_align(ids, E), top_k, T * top_k),  # noqa: B023
+                "moe_batched": batched,
                 "dequant_matmul": lambda r: dequant_matmul_proj(x, ws[r], q, ids, top_k),  # noqa: B023
             }
             calls["auto"] = calls[auto]
@@ -194,6 +198,8 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                 med, plain = time_us(call, len(ws), graph)
                 t = med if graph else plain
                 notes = ("auto=" + auto if kernel == "auto" else "") + ("" if graph else " plain launches, host sync")
+                if kernel in ("moe_batched", "auto") and "moe_batched" in (kernel, auto):
+                    notes += f" block={block}"
                 row = dict(
                     base,
                     op="moe_proj",
@@ -214,7 +220,6 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                 writer.writerow(row)
                 rows.append(row)
                 print(f"moe_proj {name} T={T} {kernel}: {t:.1f} us rel_err {err:.1e}", flush=True)
-            del routing
     return rows
 
 

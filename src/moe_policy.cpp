@@ -1,6 +1,7 @@
 // MoE kernel selection and workspace layout (include/lowbit/moe_policy.h).
 #include "lowbit/moe_policy.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "cuda/tuning/tuning.h"
@@ -35,6 +36,17 @@ int64_t moe_vector_max_tokens(const MoeShape&, const DeviceFacts& device) {
   return tuning::moe_vector_max_tokens(device.compute_major);
 }
 
+int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device) {
+  LOWBIT_CHECK(pairs >= 0 && experts >= 1, "topk_ids: pairs must be >= 0 and E >= 1");
+  if (!device.mmq) return kMoeBlockSize;
+  // 1.5x the average: most experts of a balanced routing then take one block. A block's time barely
+  // grows with its tile up to 64 tokens (the dense MMQ, benchmarks/NOTES.md), so fewer blocks win.
+  const int64_t want = (3 * pairs + 2 * experts - 1) / (2 * experts);
+  for (int tile : {16, 32, 64})
+    if (want <= tile) return tile;
+  return 128;
+}
+
 int64_t moe_sorted_capacity(int64_t pairs, int64_t experts, int block_size) {
   LOWBIT_CHECK(pairs >= 0 && experts >= 0, "topk_ids: pairs and experts must be >= 0");
   LOWBIT_CHECK(block_size >= 1, "block_size: must be >= 1, got ", block_size);
@@ -55,6 +67,7 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
   p.shape = s;
   p.x_is_bf16 = x_is_bf16;
   p.pairs = s.tokens * s.top_k;
+  p.block_size = moe_block_size(p.pairs, s.experts, device);
   p.sorted_capacity = moe_sorted_capacity(p.pairs, s.experts, p.block_size);
   p.blocks = (p.sorted_capacity + p.block_size - 1) / p.block_size;
   p.segments = (p.pairs + kMoeRoutingSegment - 1) / kMoeRoutingSegment;
@@ -78,6 +91,8 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
         << " vector limit): pairs grouped per expert in blocks of " << p.block_size
         << ", bf16 tensor-core tiles over decoded weight tiles";
   }
+  p.grouped_mmq = p.kernel == MoeKernel::kBatched && device.mmq;
+  if (p.grouped_mmq) why << " (grouped MMQ, token tile " << p.block_size << ")";
   p.reason = why.str();
 
   MoeWorkspaceLayout& w = p.workspace;
@@ -96,6 +111,11 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
   w.pair_slots = take(batched ? i32(p.pairs) : 0);
   w.segment_counts = take(batched ? i32(p.segments * s.experts) : 0);
   w.x_bf16 = take(x_is_bf16 ? 0 : static_cast<size_t>(s.tokens * s.hidden) * 2);
+  const auto k_padded = [](int64_t k) { return (k + 255) / 256 * 256; };  // MMQ's K unit
+  w.x_mmq =
+      take(p.grouped_mmq
+               ? static_cast<size_t>(std::max(s.tokens * k_padded(s.hidden), p.pairs * k_padded(s.intermediate))) * 2
+               : 0);
   w.gated = take(static_cast<size_t>(p.pairs * s.intermediate) * 2);
   w.down = take(static_cast<size_t>(p.pairs * s.hidden) * 4);
   w.total = at;

@@ -79,8 +79,9 @@ MoeProjPlan plan_moe_vec(const at::Tensor& x, const at::Tensor& w, int64_t qtype
 
 MoeProjPlan plan_moe_batched(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
                              const at::Tensor& block_experts, const at::Tensor& num_padded, int64_t top_k,
-                             int64_t pairs, const std::optional<at::Tensor>& scales) {
+                             int64_t pairs, const std::optional<at::Tensor>& scales, int64_t block_size) {
   MoeProjPlan p{expert_weight(w, qtype, scales)};
+  TORCH_CHECK_VALUE(block_size >= 1 && block_size <= 1024, "block_size must be in [1, 1024], got ", block_size);
   TORCH_CHECK_VALUE(pairs >= 0, "pairs must be >= 0, got ", pairs);
   p.pairs = pairs;
   p.top_k = top_k;
@@ -89,14 +90,15 @@ MoeProjPlan plan_moe_batched(const at::Tensor& x, const at::Tensor& w, int64_t q
   check_int32_vector(block_experts, "block_experts", w);
   check_int32_vector(num_padded, "num_padded", w);
   TORCH_CHECK_VALUE(num_padded.numel() >= 1, "num_padded must hold one element");
-  const int64_t need = moe_sorted_capacity(pairs, p.w.experts, kMoeBlockSize);
+  const int bs = static_cast<int>(block_size);
+  const int64_t need = moe_sorted_capacity(pairs, p.w.experts, bs);
   TORCH_CHECK_VALUE(sorted_pair_ids.numel() >= need, "sorted_pair_ids has ", sorted_pair_ids.numel(),
-                    " rows; routing for ", pairs, " pairs over E = ", p.w.experts, " experts in blocks of ",
-                    kMoeBlockSize, " needs pairs + E * (block - 1) = ", need, " (moe_align with block_size ",
-                    kMoeBlockSize, ")");
-  TORCH_CHECK_VALUE(block_experts.numel() * kMoeBlockSize >= sorted_pair_ids.numel(), "block_experts has ",
+                    " rows; routing for ", pairs, " pairs over E = ", p.w.experts, " experts in blocks of ", bs,
+                    " needs pairs + E * (block - 1) = ", need, " (moe_align with block_size ", bs, ")");
+  TORCH_CHECK_VALUE(block_experts.numel() * block_size >= sorted_pair_ids.numel(), "block_experts has ",
                     block_experts.numel(), " blocks, too few for ", sorted_pair_ids.numel(),
-                    " sorted rows in blocks of ", kMoeBlockSize);
+                    " sorted rows in blocks of ", bs);
+  p.block_size = block_size;
   return p;
 }
 

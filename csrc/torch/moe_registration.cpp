@@ -19,10 +19,18 @@ TORCH_LIBRARY_FRAGMENT(lowbit, m) {
   m.def(
       "moe_vec(Tensor x, Tensor w, int qtype, Tensor topk_ids, int top_k, *, Tensor? scales=None, "
       "int[]? expert_range=None) -> Tensor");
-  // The same over moe_align's routing (block_size 64): rows of dropped pairs are zero.
+  // The same over moe_align's routing made with `block_size`: rows of dropped pairs are zero.
   m.def(
       "moe_batched(Tensor x, Tensor w, int qtype, Tensor sorted_pair_ids, Tensor block_experts, Tensor num_padded, "
-      "int top_k, SymInt pairs, *, Tensor? scales=None) -> Tensor");
+      "int top_k, SymInt pairs, *, Tensor? scales=None, int block_size=64) -> Tensor");
+  // The routing block size moe_batched runs fastest with for `pairs` pairs over E experts on
+  // `device` (lowbit::moe_block_size: the grouped MMQ's token tile on Hopper, else 64).
+  m.def("moe_block_size(int pairs, int experts, Device device) -> int",
+        [](int64_t pairs, int64_t experts, c10::Device device) -> int64_t {
+          using namespace lowbit;
+          return torch_ops::translate_errors(
+              [&] { return static_cast<int64_t>(moe_block_size(pairs, experts, torch_ops::device_facts(device))); });
+        });
   // fused_moe with the kernel named by `route`: "auto", "moe_vec" or "moe_batched" (benchmarks,
   // tests; not `kernel`, which Inductor's fallback lowering takes for itself).
   m.def(
@@ -104,8 +112,9 @@ at::Tensor moe_vec_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
 
 at::Tensor moe_batched_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
                            const at::Tensor& block_experts, const at::Tensor& num_padded, int64_t top_k, int64_t pairs,
-                           const std::optional<at::Tensor>& scales) {
-  const MoeProjPlan p = plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales);
+                           const std::optional<at::Tensor>& scales, int64_t block_size) {
+  const MoeProjPlan p =
+      plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales, block_size);
   const at::Tensor sorted = sorted_pair_ids.contiguous(), blocks = block_experts.contiguous();
   const int64_t capacity = sorted.numel();
   const int64_t used = std::min<int64_t>(std::max<int64_t>(num_padded[0].item<int32_t>(), 0), capacity);
@@ -113,7 +122,7 @@ at::Tensor moe_batched_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qty
   const int32_t* be = blocks.data_ptr<int32_t>();
   std::vector<std::vector<int64_t>> by_expert(static_cast<size_t>(p.w.experts));
   for (int64_t r = 0; r < used; ++r) {
-    const int32_t e = be[r / kMoeBlockSize];
+    const int32_t e = be[r / block_size];
     if (e < 0 || e >= p.w.experts || s[r] < 0 || s[r] >= pairs) continue;
     by_expert[static_cast<size_t>(e)].push_back(s[r]);
   }

@@ -34,8 +34,9 @@ struct MoeRouting {
   int64_t capacity = 0;              // >= moe_sorted_capacity(pairs, experts, block_size)
   int32_t* block_experts = nullptr;  // [blocks], blocks * block_size >= capacity
   int64_t blocks = 0;
-  int32_t* num_padded = nullptr;  // [1]
-  int32_t* pair_slots = nullptr;  // [pairs]
+  int32_t* num_padded = nullptr;   // [1]
+  int32_t* pair_slots = nullptr;   // [pairs]
+  int block_size = kMoeBlockSize;  // the block_size moe_align made it with
 };
 
 // Bytes of scratch moe_align needs (pair_experts and the per-segment histograms).
@@ -70,9 +71,18 @@ struct MoeProjection {
 // Vector kernel: one block per (pair, tile of rows); pairs whose pair_experts[p] < 0 get zero rows.
 void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, cudaStream_t stream);
 
-// Batched kernel over routing made with block_size kMoeBlockSize: rows of pairs that the routing
+// Batched kernel over routing made with block_size routing.block_size (any in [1, 1024]; on a
+// compute capability 9.0 GPU with a build for sm_90a, 16, 32, 64 and 128 run the grouped MMQ
+// kernel with that token tile, the others the mma.sync kernel): rows of pairs that the routing
 // dropped are not written. Blocks past *num_padded exit at once.
-void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStream_t stream);
+//   workspace: 256-byte aligned, moe_batched_workspace_bytes(proj, routing.block_size) bytes (the
+//   activations in the grouped kernel's order); null: a stream-ordered allocation of its own.
+void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStream_t stream, void* workspace = nullptr,
+                 size_t workspace_bytes = 0);
+
+// Bytes of moe_batched's workspace on the current device (0 where the mma.sync kernel runs);
+// a function of the shapes alone.
+size_t moe_batched_workspace_bytes(const MoeProjection& proj, int block_size);
 
 // The fused layer: routing, gate/up projection with act(gate) * up, down projection, and the
 // top-k weighted sum in a fixed order (out[t] = sum over k in order of w[t, k] * y[t * top_k + k]

@@ -21,7 +21,8 @@ const char* moe_kernel_name(MoeKernel k);  // "moe_vec", "moe_batched"
 // "moe_vec" or "moe_batched"; throws lowbit::Error naming `arg` otherwise ("auto" is not a kernel).
 MoeKernel parse_moe_kernel(const std::string& name, const char* arg = "kernel");
 
-// Rows of sorted pairs one batched tile takes: the routing pads each expert's pairs to a multiple.
+// Rows of sorted pairs per routing block where no other is chosen (the mma.sync batched kernel's
+// tile, and moe_align's default): the routing pads each expert's pairs to a multiple.
 inline constexpr int kMoeBlockSize = 64;
 // Largest E and top_k the kernels take (routing histograms live in shared memory).
 inline constexpr int64_t kMoeMaxExperts = 512;
@@ -52,6 +53,7 @@ struct MoeWorkspaceLayout {
   size_t pair_slots = 0;      // int32 [pairs]: where each pair sits in sorted_pairs, -1 if dropped
   size_t segment_counts = 0;  // int32 [segments, E]: the routing's per-segment histograms
   size_t x_bf16 = 0;          // bf16 [tokens, H]: the activations rounded once (when x is not bf16)
+  size_t x_mmq = 0;           // bf16 [max(tokens, pairs), K padded]: a projection's x in MMQ order
   size_t gated = 0;           // bf16 [pairs, I]: act(gate) * up
   size_t down = 0;            // float32 [pairs, H]: each pair's down projection before the combine
   size_t total = 0;
@@ -61,6 +63,7 @@ struct MoePlan {
   MoeShape shape;          // what it was planned for: a call of another shape is rejected
   bool x_is_bf16 = false;  // planned without the activations' rounding copy
   MoeKernel kernel = MoeKernel::kVector;
+  bool grouped_mmq = false;  // batched projections on the grouped MMQ kernel (Hopper)
   int block_size = kMoeBlockSize;
   int64_t pairs = 0;            // tokens * top_k
   int64_t sorted_capacity = 0;  // pairs + E * (block_size - 1): an upper bound known on the host
@@ -76,6 +79,12 @@ inline constexpr int kMoeRoutingSegment = 256;
 // Largest token count the vector kernel serves in `plan_moe`'s automatic choice on this device
 // (a tuning row where measured, csrc/cuda/tuning/; a provisional default elsewhere).
 int64_t moe_vector_max_tokens(const MoeShape& shape, const DeviceFacts& device);
+
+// The routing block size of the batched kernel for `pairs` pairs over E experts on `device`: where
+// the grouped MMQ kernel runs, its smallest token tile (16, 32, 64, 128) that holds 1.5x an average
+// expert's pairs (so that most experts take one block: the weight decode, not the padded math,
+// bounds the kernel); else kMoeBlockSize. Provisional until measured (bench_moe.py moe_proj).
+int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device);
 
 // Sorted-rows capacity, blocks and segments of the routing for `pairs` pairs over E experts.
 int64_t moe_sorted_capacity(int64_t pairs, int64_t experts, int block_size = kMoeBlockSize);

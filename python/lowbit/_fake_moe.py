@@ -81,6 +81,7 @@ def _moe_batched_fake(
     pairs: int,
     *,
     scales: torch.Tensor | None = None,
+    block_size: int = MOE_BLOCK_SIZE,
 ) -> torch.Tensor:
     _same_device(
         w=w, x=x, sorted_pair_ids=sorted_pair_ids, block_experts=block_experts, num_padded=num_padded, scales=scales
@@ -89,8 +90,10 @@ def _moe_batched_fake(
         if t.dtype != torch.int32 or t.dim() != 1:
             raise ValueError(f"{name} must be a 1-D int32 tensor")
     _check_x(x, w, qtype, pairs, top_k)
+    if not 1 <= block_size <= 1024:
+        raise ValueError(f"block_size must be in [1, 1024], got {block_size}")
     torch._check(
-        sorted_pair_ids.shape[0] >= pairs + w.shape[0] * (MOE_BLOCK_SIZE - 1),
+        sorted_pair_ids.shape[0] >= pairs + w.shape[0] * (block_size - 1),
         lambda: "sorted_pair_ids is shorter than pairs + E * (block - 1)",
     )
     return x.new_empty((pairs, w.shape[1]))

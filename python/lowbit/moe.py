@@ -15,7 +15,7 @@ import torch
 from . import _api  # noqa: F401  (loads the extension and the fakes)
 from ._types import QTypeLike, as_quant_type
 
-BLOCK_SIZE = 64  # rows of sorted pairs per batched tile: moe_align's block_size for moe_batched
+BLOCK_SIZE = 64  # moe_align's default block_size (rows of sorted pairs per routing block)
 
 
 class MoeRouting(NamedTuple):
@@ -25,6 +25,7 @@ class MoeRouting(NamedTuple):
     block_experts: torch.Tensor  # int32 [blocks]: the local expert of each block, -1 past num_padded
     num_padded: torch.Tensor  # int32 [1]: sorted rows in use
     pair_slots: torch.Tensor  # int32 [pairs]: the sorted row of each pair, -1 for dropped pairs
+    block_size: int = BLOCK_SIZE  # the block_size it was made with
 
 
 def _range(expert_range: Sequence[int] | None) -> list[int] | None:
@@ -43,7 +44,7 @@ def moe_align(
     Args:
         topk_ids: int32 / int64 [T, top_k] global expert ids.
         num_experts: E, the experts held locally.
-        block_size: the padding unit (64 for moe_batched).
+        block_size: the padding unit; moe_batched runs fastest with `moe_block_size`'s.
         expert_range: (start, end) global ids held here; ids outside it (and negative ones) are
             dropped. Default (0, E).
 
@@ -51,7 +52,15 @@ def moe_align(
     pairs keep their order within an expert.
     """
     out = torch.ops.lowbit.moe_align(topk_ids, int(num_experts), int(block_size), expert_range=_range(expert_range))
-    return MoeRouting(*out)
+    return MoeRouting(*out, block_size=int(block_size))
+
+
+def moe_block_size(pairs: int, experts: int, device: torch.device | str | None = None) -> int:
+    """The routing block size moe_batched runs fastest with for `pairs` (token, k) pairs over
+    `experts` local experts: on Hopper the grouped MMQ token tile (16, 32, 64 or 128) that holds an
+    average expert's pairs, elsewhere 64."""
+    dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return int(torch.ops.lowbit.moe_block_size(int(pairs), int(experts), dev))
 
 
 def moe_vec(
@@ -91,7 +100,8 @@ def moe_batched(
     *,
     scales: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The projection of `moe_vec` over moe_align's routing (block_size 64), the batched kernel.
+    """The projection of `moe_vec` over moe_align's routing (any block_size; the one it was made
+    with travels in `routing.block_size`), the batched kernel.
 
     Returns:
         [pairs, N] in x's dtype; rows of dropped pairs are zero.
@@ -107,6 +117,7 @@ def moe_batched(
         int(top_k),
         int(pairs),
         scales=scales,
+        block_size=int(routing.block_size),
     )
 
 

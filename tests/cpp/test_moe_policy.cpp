@@ -14,6 +14,8 @@ namespace lowbit {
 namespace {
 
 const DeviceFacts kH200{9, 0, 132};
+// the same with this build's sm_90a MMQ kernels: the batched projections run the grouped MMQ
+const DeviceFacts kH200Mmq{9, 0, 132, 0, 0, true};
 
 MoeShape qwen3(int64_t tokens) {
   return MoeShape{QuantType::IQ4_XS, QuantType::IQ4_XS, tokens, 128, 8, 2048, 768};
@@ -47,34 +49,63 @@ TEST(MoePolicy, RoutingSizesAreHostUpperBounds) {
 }
 
 TEST(MoePolicy, WorkspaceBuffersAreAlignedAndDisjoint) {
-  for (bool bf16 : {true, false})
-    for (int64_t tokens : {int64_t{1}, int64_t{7}, int64_t{129}, int64_t{4096}}) {
-      const MoePlan p = plan_moe(qwen3(tokens), bf16, kH200);
-      const MoeWorkspaceLayout& w = p.workspace;
-      const int64_t pairs = p.pairs;
-      const bool batched = p.kernel == MoeKernel::kBatched;
-      struct Buffer {
-        size_t at, bytes;
-      };
-      std::vector<Buffer> buffers = {
-          {w.pair_experts, static_cast<size_t>(pairs) * 4},
-          {w.sorted_pairs, batched ? static_cast<size_t>(p.sorted_capacity) * 4 : 0},
-          {w.block_experts, batched ? static_cast<size_t>(p.blocks) * 4 : 0},
-          {w.num_padded, batched ? 4u : 0u},
-          {w.pair_slots, batched ? static_cast<size_t>(pairs) * 4 : 0},
-          {w.segment_counts, batched ? static_cast<size_t>(p.segments * 128) * 4 : 0},
-          {w.x_bf16, bf16 ? 0 : static_cast<size_t>(tokens * 2048) * 2},
-          {w.gated, static_cast<size_t>(pairs * 768) * 2},
-          {w.down, static_cast<size_t>(pairs * 2048) * 4},
-      };
-      size_t end = 0;
-      for (const Buffer& b : buffers) {
-        EXPECT_EQ(b.at % 256, 0u);
-        EXPECT_GE(b.at, end);  // in order, no overlap
-        end = b.at + b.bytes;
+  for (const DeviceFacts& device : {kH200, kH200Mmq})
+    for (bool bf16 : {true, false})
+      for (int64_t tokens : {int64_t{1}, int64_t{7}, int64_t{129}, int64_t{4096}}) {
+        const MoePlan p = plan_moe(qwen3(tokens), bf16, device);
+        const auto k_pad = [](int64_t k) { return (k + 255) / 256 * 256; };
+        const MoeWorkspaceLayout& w = p.workspace;
+        const int64_t pairs = p.pairs;
+        const bool batched = p.kernel == MoeKernel::kBatched;
+        struct Buffer {
+          size_t at, bytes;
+        };
+        std::vector<Buffer> buffers = {
+            {w.pair_experts, static_cast<size_t>(pairs) * 4},
+            {w.sorted_pairs, batched ? static_cast<size_t>(p.sorted_capacity) * 4 : 0},
+            {w.block_experts, batched ? static_cast<size_t>(p.blocks) * 4 : 0},
+            {w.num_padded, batched ? 4u : 0u},
+            {w.pair_slots, batched ? static_cast<size_t>(pairs) * 4 : 0},
+            {w.segment_counts, batched ? static_cast<size_t>(p.segments * 128) * 4 : 0},
+            {w.x_bf16, bf16 ? 0 : static_cast<size_t>(tokens * 2048) * 2},
+            {w.x_mmq, p.grouped_mmq ? static_cast<size_t>(std::max(tokens * k_pad(2048), pairs * k_pad(768))) * 2 : 0},
+            {w.gated, static_cast<size_t>(pairs * 768) * 2},
+            {w.down, static_cast<size_t>(pairs * 2048) * 4},
+        };
+        size_t end = 0;
+        for (const Buffer& b : buffers) {
+          EXPECT_EQ(b.at % 256, 0u);
+          EXPECT_GE(b.at, end);  // in order, no overlap
+          end = b.at + b.bytes;
+        }
+        EXPECT_GE(w.total, end);
       }
-      EXPECT_GE(w.total, end);
-    }
+}
+
+TEST(MoePolicy, GroupedMmqTokenTileFollowsPairsPerExpert) {
+  EXPECT_EQ(moe_block_size(128 * 8, 128, kH200Mmq), 16);  // 8 pairs per expert: 1.5x is 12
+  EXPECT_EQ(moe_block_size(170 * 8, 128, kH200Mmq), 16);  // 10.6: 1.5x rounds up to 16
+  EXPECT_EQ(moe_block_size(171 * 8, 128, kH200Mmq), 32);
+  EXPECT_EQ(moe_block_size(256 * 8, 128, kH200Mmq), 32);
+  EXPECT_EQ(moe_block_size(512 * 8, 128, kH200Mmq), 64);  // 32 per expert: 48
+  EXPECT_EQ(moe_block_size(683 * 8, 128, kH200Mmq), 128);
+  EXPECT_EQ(moe_block_size(4096 * 8, 128, kH200Mmq), 128);
+  EXPECT_EQ(moe_block_size(0, 128, kH200Mmq), 16);
+  EXPECT_EQ(moe_block_size(4096 * 8, 128, kH200), kMoeBlockSize);  // no sm_90a kernels: the mma.sync tile
+  EXPECT_THROW(moe_block_size(-1, 128, kH200Mmq), Error);
+
+  const MoePlan p = plan_moe(qwen3(512), true, kH200Mmq);
+  EXPECT_EQ(p.kernel, MoeKernel::kBatched);
+  EXPECT_TRUE(p.grouped_mmq);
+  EXPECT_EQ(p.block_size, 64);
+  EXPECT_EQ(p.sorted_capacity, 4096 + 128 * 63);
+  EXPECT_EQ(p.blocks, (p.sorted_capacity + 63) / 64);
+  EXPECT_NE(p.reason.find("grouped MMQ, token tile 64"), std::string::npos) << p.reason;
+  EXPECT_GE(p.workspace.gated - p.workspace.x_mmq, size_t{4096} * 768 * 2);  // the down projection's x
+  const MoePlan vec = plan_moe(qwen3(4), true, kH200Mmq);
+  EXPECT_FALSE(vec.grouped_mmq);
+  EXPECT_EQ(vec.workspace.gated, vec.workspace.x_mmq);  // nothing between them
+  EXPECT_FALSE(plan_moe(qwen3(512), true, kH200).grouped_mmq);
 }
 
 TEST(MoePolicy, RejectsShapesBeyondTheKernels) {

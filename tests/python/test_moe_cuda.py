@@ -5,10 +5,12 @@ replay equal to eager bit for bit, determinism, routing equal to the CPU's, expe
 2^31 bytes. Skipped cleanly without a GPU.
 
 Bounds. The emulated reference rounds x to bf16, decodes the weights exactly (the batched kernel:
-then to bf16, as it stages them), computes h in float64, rounds act(gate) * up to bf16, and sums
-down projections and the top-k combine in float64. What remains is float32 accumulation order
-(about 1e-6 relative) and act() in float32 flipping a bf16 rounding of an element now and then
-(2^-8 on a small fraction of elements): ||out - ref|| / ||ref|| < 2e-3 for float32 outputs.
+then to bf16 as it renders them: on Hopper the grouped MMQ's magnitude times bf16 scale rounded
+once, _kernel_arithmetic.kernel_bf16_weights; elsewhere the float decode rounded), computes h in
+float64, rounds act(gate) * up to bf16, and sums down projections and the top-k combine in
+float64. What remains is float32 accumulation order (about 1e-6 relative) and act() in float32
+flipping a bf16 rounding of an element now and then (2^-8 on a small fraction of elements):
+||out - ref|| / ||ref|| < 2e-3 for float32 outputs.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import lowbit
 import numpy as np
 import pytest
 import torch
-from _helpers import random_weight, rel_err
+from _helpers import fresh_seed, random_weight, rel_err
+from _kernel_arithmetic import kernel_bf16_weights, record_error
 from lowbit import QuantType
-from lowbit.moe import moe_align, moe_layer, moe_vec
+from lowbit.moe import moe_align, moe_batched, moe_block_size, moe_layer, moe_vec
 
 pytestmark = [
     pytest.mark.gpu,
@@ -38,6 +41,27 @@ def bf16(t: torch.Tensor) -> torch.Tensor:
     return t.to(torch.bfloat16).to(t.dtype)
 
 
+def grouped_mmq_runs(block_size: int) -> bool:
+    """Whether moe_batched with this routing block size runs the grouped MMQ kernel here (a 9.0 GPU
+    and a build for sm_90a; token tiles 16 .. 128), else the mma.sync kernel."""
+    return (
+        torch.cuda.get_device_capability(dev()) == (9, 0)
+        and lowbit.capabilities()["types"]["iq4_xs"]["kernels"]["cuda_mmq"]
+        and block_size in (16, 32, 64, 128)
+    )
+
+
+def batched_bf16_weights(w, qtype, scales, block_size) -> torch.Tensor:
+    """float64 [E, N, K] on dev(): the bf16 weights the batched kernel multiplies."""
+    if grouped_mmq_runs(block_size):
+        per_expert = [
+            kernel_bf16_weights(qtype, w[e].cpu(), None if scales is None else scales[e].cpu())
+            for e in range(w.shape[0])
+        ]
+        return torch.stack(per_expert).to(dev())
+    return bf16(lowbit.dequantize(w, qtype, scales=scales).double())
+
+
 def act(name: str, v: torch.Tensor) -> torch.Tensor:
     if name == "silu":
         return torch.nn.functional.silu(v)
@@ -48,10 +72,14 @@ def emulated_reference(
     x, w13, w2, weights, ids, t13, t2, kernel, activation="silu", s13=None, s2=None, begin=0
 ) -> torch.Tensor:
     """float64 on the GPU, rounding where the kernels round (module docstring)."""
-    W13 = lowbit.dequantize(w13, t13, scales=s13).double()
-    W2 = lowbit.dequantize(w2, t2, scales=s2).double()
     if kernel == "moe_batched":
-        W13, W2 = bf16(W13), bf16(W2)
+        pairs = ids.numel()
+        block = moe_block_size(pairs, w13.shape[0], dev())
+        W13 = batched_bf16_weights(w13, t13, s13, block)
+        W2 = batched_bf16_weights(w2, t2, s2, block)
+    else:
+        W13 = lowbit.dequantize(w13, t13, scales=s13).double()
+        W2 = lowbit.dequantize(w2, t2, scales=s2).double()
     E, two_i, _ = W13.shape
     inter = two_i // 2
     xb = bf16(x.double())
@@ -220,3 +248,114 @@ def test_expert_weights_beyond_2_to_the_31_bytes() -> None:
         if e >= 0:
             ref_b[p] = bf16(lowbit.dequantize(w[e], QuantType.Q8_0).double()) @ bf16(x[p // 2].double())
     assert rel_err(out_b, ref_b) < 1e-4
+
+
+# The batched projection against the exact result of its own roundings (the dense MMQ's bound where
+# the grouped MMQ runs; float32 sums of the mma.sync kernel elsewhere)
+GROUPED_EXACT_BOUND = 3e-5
+MMA_SYNC_EXACT_BOUND = 1e-4
+
+
+def _exact_projection(x, W, ids, top_k) -> torch.Tensor:
+    """float64 [pairs, N]: pair p is W[ids[p]] @ bf16(x[p // top_k]); zero where ids[p] is not local."""
+    flat = ids.flatten().long()
+    out = torch.zeros(flat.numel(), W.shape[1], dtype=torch.float64, device=x.device)
+    xb = bf16(x.double())
+    for e in torch.unique(flat[(flat >= 0) & (flat < W.shape[0])]).tolist():
+        p = torch.nonzero(flat == e).flatten()
+        out[p] = xb[p // top_k] @ W[e].T
+    return out
+
+
+@pytest.mark.parametrize("block_size", [16, 32, 64, 128, 48])
+@pytest.mark.parametrize("tokens", [1, 7, 127, 128, 129, 1000])
+@pytest.mark.parametrize("kind", ["balanced", "skewed", "invalid"])
+def test_batched_projection_against_its_roundings(block_size, tokens, kind) -> None:
+    """Every token tile of the grouped MMQ (and 48: the mma.sync kernel), N and K tails (N = 200: a
+    partial row tile; K = 800: a partial 256-weight unit), experts with no pair, dropped pairs."""
+    rng = np.random.default_rng(fresh_seed())
+    experts, top_k, n = 16, 4, 200
+    q = QuantType.IQ4_NL  # 32-weight blocks: K = 800 ends inside a 256-weight unit
+    k = 800
+    w, s = random_weight(q, n, k, rng, experts=experts, device=dev())
+    x = torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(dev())
+    _, ids = routing(rng, tokens, experts, top_k, kind)
+    r = moe_align(ids, experts, block_size)
+    assert r.block_size == block_size
+    y = moe_batched(x, w, q, r, top_k, tokens * top_k, scales=s)
+    assert y.shape == (tokens * top_k, n) and y.dtype == torch.float32
+    exact = _exact_projection(x, batched_bf16_weights(w, q, s, block_size), ids, top_k)
+    err = rel_err(y, exact)
+    grouped = grouped_mmq_runs(block_size)
+    what = f"moe_batched {'grouped' if grouped else 'mma.sync'} T={tokens} block={block_size} {kind}"
+    record_error("moe_batched_exact", what, err)
+    assert err < (GROUPED_EXACT_BOUND if grouped else MMA_SYNC_EXACT_BOUND), f"{what}: rel err {err:.3g}"
+    dropped = ~((ids.flatten() >= 0) & (ids.flatten() < experts))
+    assert torch.equal(y[dropped], torch.zeros_like(y[dropped]))
+
+
+@pytest.mark.parametrize(
+    "qtype",
+    [QuantType.IQ4_XS, QuantType.IQ2_XXS, QuantType.IQ1_M, QuantType.Q8_0, QuantType.MXFP4_SPLIT, QuantType.MXFP8_E4M3],
+    ids=lambda q: q.type_name,
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_batched_projection_types_and_activation_dtypes(qtype, dtype) -> None:
+    """Weight types of each family (split MX scales offset per expert too) at the block size the
+    dispatcher picks, x in every dtype (rounded to bf16 once), x rows one per pair (top_k = 1)."""
+    rng = np.random.default_rng(fresh_seed())
+    experts, tokens, n = 12, 300, 136
+    elems = 256 if qtype in (QuantType.IQ4_XS, QuantType.IQ2_XXS, QuantType.IQ1_M) else 32
+    k = 1024 + elems
+    w, s = random_weight(qtype, n, k, rng, experts=experts, device=dev())
+    x = torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(dev(), dtype)
+    _, ids = routing(rng, tokens, experts, 1, "invalid")
+    block = moe_block_size(tokens, experts, dev())
+    y = moe_batched(x, w, qtype, moe_align(ids, experts, block), 1, tokens, scales=s)
+    assert y.dtype == dtype
+    exact = _exact_projection(x.float(), batched_bf16_weights(w, qtype, s, block), ids, 1)
+    bound = 2.0**-8 if dtype != torch.float32 else (GROUPED_EXACT_BOUND if grouped_mmq_runs(block) else 1e-4)
+    assert rel_err(y, exact) < bound, qtype.type_name
+
+
+def test_batched_projection_graph_replay_and_determinism() -> None:
+    rng = np.random.default_rng(fresh_seed())
+    experts, tokens, top_k, n, k = 32, 512, 8, 384, 2048
+    q = QuantType.IQ4_XS
+    w, _ = random_weight(q, n, k, rng, experts=experts, device=dev())
+    x = torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(dev(), torch.bfloat16)
+    _, ids = routing(rng, tokens, experts, top_k, "balanced")
+    block = moe_block_size(tokens * top_k, experts, dev())
+
+    def run() -> torch.Tensor:
+        return moe_batched(x, w, q, moe_align(ids, experts, block), top_k, tokens * top_k)
+
+    eager = run()
+    assert torch.equal(run(), eager), "two eager runs differ"
+    side = torch.cuda.Stream(device=dev())
+    side.wait_stream(torch.cuda.current_stream(dev()))
+    with torch.cuda.stream(side):
+        run()
+    torch.cuda.current_stream(dev()).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = run()
+    graph.replay()
+    torch.cuda.synchronize(dev())
+    assert torch.equal(captured, eager)
+    _, new_ids = routing(rng, tokens, experts, top_k, "skewed")
+    ids.copy_(new_ids)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize(dev())
+    assert torch.equal(captured, run())
+
+
+def test_block_size_follows_pairs_per_expert() -> None:
+    if not grouped_mmq_runs(16):
+        assert moe_block_size(4096, 128, dev()) == 64
+        return
+    assert moe_block_size(128 * 8, 128, dev()) == 16  # 8 pairs per expert (1.5x: 12)
+    assert moe_block_size(256 * 8, 128, dev()) == 32
+    assert moe_block_size(512 * 8, 128, dev()) == 64
+    assert moe_block_size(4096 * 8, 128, dev()) == 128

@@ -103,13 +103,14 @@ def test_moe_vec_and_batched_match_reference(device, qtype, k, n, rng: np.random
     vec = moe_vec(x, w, qtype, ids, top_k, scales=s, expert_range=(begin, begin + experts))
     assert vec.shape == (tokens * top_k, n) and vec.dtype == x.dtype
     assert rel_err(vec, ref) < BOUND[device]
-    routing = moe_align(ids, experts, 64, expert_range=(begin, begin + experts))
-    batched = moe_batched(x, w, qtype, routing, top_k, tokens * top_k, scales=s)
-    assert rel_err(batched, ref) < BOUND[device]
-    dropped = (routing.pair_slots < 0).cpu()
-    assert bool(dropped.any()), "the routing should drop some pairs"
+    for block in (64, 16, 128, 5):  # the batched kernel takes the block size the routing was made with
+        routing = moe_align(ids, experts, block, expert_range=(begin, begin + experts))
+        batched = moe_batched(x, w, qtype, routing, top_k, tokens * top_k, scales=s)
+        assert rel_err(batched, ref) < BOUND[device], f"block {block}"
+        dropped = (routing.pair_slots < 0).cpu()
+        assert bool(dropped.any()), "the routing should drop some pairs"
+        assert torch.equal(batched.cpu()[dropped], torch.zeros_like(batched.cpu()[dropped]))
     assert torch.equal(vec.cpu()[dropped], torch.zeros_like(vec.cpu()[dropped]))
-    assert torch.equal(batched.cpu()[dropped], torch.zeros_like(batched.cpu()[dropped]))
 
 
 def silu_and_mul(h: torch.Tensor) -> torch.Tensor:
@@ -213,9 +214,11 @@ def test_errors_name_the_argument(device, rng: np.random.Generator) -> None:
         moe_align(ids, 513)
     with pytest.raises(ValueError, match="block_size"):
         moe_align(ids, 3, 0)
-    short = moe_align(ids, 3, 8)  # routing for a smaller block than the batched kernel's
+    short = moe_align(ids, 3, 8)._replace(block_size=64)  # routing for a smaller block than it claims
     with pytest.raises(ValueError, match="sorted_pair_ids"):
         moe_batched(x, w, q, short, 2, 8)
+    with pytest.raises(ValueError, match="block_size must be in"):
+        moe_batched(x, w, q, moe_align(ids, 3)._replace(block_size=0), 2, 8)
     routing = moe_align(ids, 3)
     with pytest.raises(ValueError, match="sorted_pair_ids must be a 1-D int32"):
         moe_batched(x, w, q, routing._replace(sorted_pair_ids=routing.sorted_pair_ids.long()), 2, 8)
@@ -236,6 +239,9 @@ def test_opcheck_moe_ops(device, rng: np.random.Generator) -> None:
     r = moe_align(ids, 3)
     args = (x, w, int(q), r.sorted_pair_ids, r.block_experts, r.num_padded, 2, 10)
     torch.library.opcheck(torch.ops.lowbit.moe_batched.default, args)
+    r16 = moe_align(ids, 3, 16)
+    args16 = (x, w, int(q), r16.sorted_pair_ids, r16.block_experts, r16.num_padded, 2, 10)
+    torch.library.opcheck(torch.ops.lowbit.moe_batched.default, args16, {"block_size": 16})
     d, s = random_weight(QuantType.MXFP8_E4M3, 40, 64, rng, experts=3, device=device)
     torch.library.opcheck(torch.ops.lowbit.moe_vec.default, (x, d, int(QuantType.MXFP8_E4M3), ids, 2), {"scales": s})
     w13, _ = random_weight(q, 64, 64, rng, experts=3, device=device)

@@ -76,31 +76,35 @@ __device__ __forceinline__ void store_output(const MmqArgs& a, int64_t m, int64_
     *static_cast<__half*>(p) = __float2half_rn(v);
 }
 
-template <class Traits, int kTokens>
-__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
-    mmq_wgmma_kernel(MmqArgs a, int64_t k_pad, int splits) {
+// What a block's mainloop reads, apart from the tiling: the weight rows (one expert's, for the
+// grouped mode), where a warp's 16 rows start, and which activation rows the token tile gathers.
+// `act_row(r)` gives the row of the permuted activations that tile row r reads, or -1 for zeros;
+// `upper_gap` > 0 (gated tiles) places a warp's rows 8..15 that many rows after its rows 0..7.
+struct MmqTileSource {
+  MmvqArgs w;         // w, strides, scales of the rows; n = rows that exist; k
+  int64_t row0;       // this warp's first row
+  int64_t upper_gap;  // kSplitHalves: rows between a warp's row 7 and its row 8, less one
+};
+
+// The MMQ mainloop (module comment): accumulates this warp's 16 rows x kTokens tokens over the
+// units [u_begin, u_end) into acc, in the wgmma accumulator layout (wgmma.cuh). `smem` is the
+// 1024-aligned dynamic shared memory of MmqTiling<Traits, kTokens> (codebook, then the ring).
+// Every thread of the block calls it (it synchronizes the block).
+template <class Traits, int kTokens, bool kSplitHalves, class ActRow>
+__device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& act_row, const __nv_bfloat16* xp,
+                                             int64_t k_pad, int u_begin, int u_end, uint8_t* smem,
+                                             float (&acc)[kTokens / 2]) {
   using Tl = MmqTiling<Traits, kTokens>;
   using Rows = typename Tl::Rows;
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* const smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
   const Codebooks cb = shared_codebooks<Traits::kCodebook>(smem);
   uint8_t* const ring = smem + Tl::kCodebookBytes;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kTokens;
-  const int units = static_cast<int>(k_pad / kMmqUnitElems);
-  const int u_begin = static_cast<int>(static_cast<int64_t>(blockIdx.z) * units / splits);
-  const int u_end = static_cast<int>(static_cast<int64_t>(blockIdx.z + 1) * units / splits);
-  const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
-  const int64_t row0 = n0 + 16 * warp;  // this warp's rows: its 16 of the warpgroup's 64
-
-  MmvqArgs wa{};
-  wa.w = a.w, wa.w_row_stride = a.w_row_stride, wa.scales = a.scales, wa.scale_row_stride = a.scale_row_stride;
-  wa.n = a.n, wa.k = a.k;
-  const RowStager<Rows> stager(wa, row0, row_bytes, lane);
-  const __nv_bfloat16* const xp = reinterpret_cast<const __nv_bfloat16*>(a.workspace);
+  const MmvqArgs& wa = src.w;
+  const int64_t k = wa.k;
+  const int64_t row_bytes = k / Traits::kBlockElems * Traits::kBlockBytes;
+  const RowStager<Rows, kSplitHalves> stager(wa, src.row0, row_bytes, lane, src.upper_gap);
 
   auto stage = [&](int u, int slot) {
     uint8_t* const st = ring + slot * Tl::kStageBytes;
@@ -108,28 +112,27 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
     // 16-byte column c % 8 swizzled by r % 8
     for (int p = threadIdx.x; p < kTokens * 32; p += Tl::kThreads) {
       const int r = p >> 5, c = p & 31;
-      const bool valid = m0 + r < a.m;
-      const __nv_bfloat16* src = xp + (valid ? m0 + r : 0) * k_pad + static_cast<int64_t>(u) * kMmqUnitElems + 8 * c;
+      const int64_t x_row = act_row(r);
+      const bool valid = x_row >= 0;
+      const __nv_bfloat16* from = xp + (valid ? x_row : 0) * k_pad + static_cast<int64_t>(u) * kMmqUnitElems + 8 * c;
       uint8_t* dst = st + (c >> 3) * Tl::kSliceBytes + (r >> 3) * 1024 + (r & 7) * 128 + (((c & 7) ^ (r & 7)) << 4);
-      cp_async_16(dst, src, valid ? 16 : 0);
+      cp_async_16(dst, from, valid ? 16 : 0);
     }
     stager.issue(u, st + Tl::kActBytes + warp * Rows::kStageBytes);
     cp_async_commit();
   };
 
-  constexpr int kAcc = kTokens / 2;
-  float acc[kAcc];
 #pragma unroll
-  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < kTokens / 2; ++i) acc[i] = 0.0f;
 
-  const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;
+  const int64_t row_lo = stager.tile_row(src.row0, g), row_hi = stager.tile_row(src.row0, g + 8);
   auto compute = [&](int u, int slot) {
     const uint8_t* const st = ring + slot * Tl::kStageBytes;
     const uint8_t* const wst = st + Tl::kActBytes + warp * Rows::kStageBytes;
     const uint8_t* lo = staged_row<Rows>(wa, wst, g, row_lo, u);
     const uint8_t* hi = staged_row<Rows>(wa, wst, g + 8, row_hi, u);
     const int64_t k0 = static_cast<int64_t>(u) * kMmqUnitElems;
-    const int64_t left = (a.k - k0) / 32;
+    const int64_t left = (k - k0) / 32;
     const int subs = left < 8 ? static_cast<int>(left) : 8;  // spans of K in this unit (the last may be short)
 #pragma unroll
     for (int q = 0; q < 4; ++q) {  // 64-weight slices: decode one while the wgmma of the last runs
@@ -144,8 +147,8 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
           uint8_t scale_lo = 0, scale_hi = 0;
           if constexpr (Traits::kSplitScales) {
             const int64_t sb = k0 / 32 + s;
-            scale_lo = row_lo < a.n ? a.scales[row_lo * a.scale_row_stride + sb] : uint8_t{0};
-            scale_hi = row_hi < a.n ? a.scales[row_hi * a.scale_row_stride + sb] : uint8_t{0};
+            scale_lo = row_lo < wa.n ? wa.scales[row_lo * wa.scale_row_stride + sb] : uint8_t{0};
+            scale_hi = row_hi < wa.n ? wa.scales[row_hi * wa.scale_row_stride + sb] : uint8_t{0};
           }
           render_bf16(Traits::decode_group(BlockRef{lo + block * Traits::kBlockBytes, scale_lo}, group, cb), wlo);
           render_bf16(Traits::decode_group(BlockRef{hi + block * Traits::kBlockBytes, scale_hi}, group, cb), whi);
@@ -216,10 +219,41 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
     }
   }
   cp_async_wait<0>();
+}
+
+__device__ __forceinline__ uint8_t* aligned_mmq_smem(uint8_t* raw) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t{1023});
+}
+
+// The dense scheduler: block (x, y, z) = (row tile, token tile, split of K).
+template <class Traits, int kTokens>
+__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
+    mmq_wgmma_kernel(MmqArgs a, int64_t k_pad, int splits) {
+  using Tl = MmqTiling<Traits, kTokens>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* const smem = aligned_mmq_smem(smem_raw);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kTokens;
+  const int units = static_cast<int>(k_pad / kMmqUnitElems);
+  const int u_begin = static_cast<int>(static_cast<int64_t>(blockIdx.z) * units / splits);
+  const int u_end = static_cast<int>(static_cast<int64_t>(blockIdx.z + 1) * units / splits);
+  const int64_t row0 = n0 + 16 * warp;  // this warp's rows: its 16 of the warpgroup's 64
+
+  MmqTileSource src{};
+  src.w.w = a.w, src.w.w_row_stride = a.w_row_stride, src.w.scales = a.scales;
+  src.w.scale_row_stride = a.scale_row_stride, src.w.n = a.n, src.w.k = a.k;
+  src.row0 = row0;
+  const auto act_row = [&](int r) -> int64_t { return m0 + r < a.m ? m0 + r : -1; };
+  float acc[kTokens / 2];
+  mmq_mainloop<Traits, kTokens, false>(src, act_row, reinterpret_cast<const __nv_bfloat16*>(a.workspace), k_pad,
+                                       u_begin, u_end, smem, acc);
 
   float* const partial = splits > 1 ? reinterpret_cast<float*>(a.workspace + a.m * k_pad * 2) : nullptr;
 #pragma unroll
-  for (int i = 0; i < kAcc; ++i) {
+  for (int i = 0; i < kTokens / 2; ++i) {
     const int64_t n = row0 + g + 8 * ((i >> 1) & 1);
     const int64_t m = m0 + 8 * (i >> 2) + 2 * t + (i & 1);
     if (n >= a.n || m >= a.m) continue;
@@ -244,6 +278,24 @@ __global__ void __launch_bounds__(256) mmq_reduce_splits(MmqArgs a, int64_t k_pa
   }
 }
 
+// The permutation prologue over a.m rows of a.x into a.workspace ([a.m, k_pad] bf16).
+inline void launch_mmq_permute(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
+  const int64_t pairs = a.m * (k_pad / 2);
+  const unsigned blocks = static_cast<unsigned>((pairs + 255) / 256);
+  switch (a.x_type) {
+    case FloatType::F32:
+      mmq_permute_activations<float><<<blocks, 256, 0, stream>>>(a, k_pad);
+      break;
+    case FloatType::BF16:
+      mmq_permute_activations<__nv_bfloat16><<<blocks, 256, 0, stream>>>(a, k_pad);
+      break;
+    case FloatType::F16:
+      mmq_permute_activations<__half><<<blocks, 256, 0, stream>>>(a, k_pad);
+      break;
+  }
+  check_launch("mmq (activations)");
+}
+
 template <class Traits, int kTokens>
 void launch_mmq_tiles(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
   using Tl = MmqTiling<Traits, kTokens>;
@@ -260,20 +312,7 @@ void launch_mmq(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
   using Traits = FormatTraits<T>;
   LOWBIT_CHECK(c.rows_per_tile == 128, "mmq: the kernel's block owns 128 rows, the configuration says ",
                c.rows_per_tile);
-  const int64_t pairs = a.m * (c.k_pad / 2);
-  const unsigned blocks = static_cast<unsigned>((pairs + 255) / 256);
-  switch (a.x_type) {
-    case FloatType::F32:
-      mmq_permute_activations<float><<<blocks, 256, 0, stream>>>(a, c.k_pad);
-      break;
-    case FloatType::BF16:
-      mmq_permute_activations<__nv_bfloat16><<<blocks, 256, 0, stream>>>(a, c.k_pad);
-      break;
-    case FloatType::F16:
-      mmq_permute_activations<__half><<<blocks, 256, 0, stream>>>(a, c.k_pad);
-      break;
-  }
-  check_launch("mmq (activations)");
+  launch_mmq_permute(a, c.k_pad, stream);
   switch (c.tokens_per_tile) {
     case 16:
       launch_mmq_tiles<Traits, 16>(a, c, stream);

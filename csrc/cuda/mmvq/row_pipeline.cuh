@@ -23,7 +23,9 @@ namespace lowbit::cuda_detail {
 // of 2 or 4 rows, so that it touches few cache lines (lanes spread over 16 rows made each copy
 // about seven times as many shared-memory wavefronts as a contiguous one). Elsewhere lanes 2r and
 // 2r + 1 copy row r's pieces, byte by byte past the tensor's very end; rows past N are zero-filled.
-template <class Tl>
+// kSplitHalves (the grouped MMQ's gated tiles): rows 8..15 of the tile lie `upper_gap` rows further
+// on (a warp's 8 gate rows and their 8 up rows), so that the wgmma fragment holds both of an output.
+template <class Tl, bool kSplitHalves = false>
 struct RowStager {
   static constexpr int kLanesPerRow = Tl::kChunks <= 8 ? 8 : 16;
   static constexpr int kRowsPerCopy = 32 / kLanesPerRow;
@@ -37,13 +39,22 @@ struct RowStager {
   int lane_dst, lane_chunk;
   bool whole_tile;  // all 16 rows exist and share one alignment
   int r, half;
+  int64_t upper_gap_rows;  // kSplitHalves only
 
-  __device__ __forceinline__ RowStager(const MmvqArgs& a, int64_t row0, int64_t row_bytes_, int lane)
-      : row_bytes(row_bytes_), stride(a.w_row_stride), r(lane >> 1), half(lane & 1) {
+  // The tile's row i (0..15) as a row of the tensor.
+  __device__ __forceinline__ int64_t tile_row(int64_t row0, int i) const {
+    if constexpr (kSplitHalves) return row0 + i + (i >= 8 ? upper_gap_rows : 0);
+    return row0 + i;
+  }
+
+  __device__ __forceinline__ RowStager(const MmvqArgs& a, int64_t row0, int64_t row_bytes_, int lane,
+                                       int64_t upper_gap = 0)
+      : row_bytes(row_bytes_), stride(a.w_row_stride), r(lane >> 1), half(lane & 1), upper_gap_rows(upper_gap) {
     w_end = a.w + (a.n - 1) * a.w_row_stride + row_bytes;
-    row = row0 + r < a.n ? a.w + (row0 + r) * a.w_row_stride : nullptr;
+    const int64_t mine = tile_row(row0, r);
+    row = mine < a.n ? a.w + mine * a.w_row_stride : nullptr;
     tile = a.w + row0 * a.w_row_stride;
-    whole_tile = row0 + Tl::kRows <= a.n && a.w_row_stride % 16 == 0;
+    whole_tile = tile_row(row0, Tl::kRows - 1) < a.n && a.w_row_stride % 16 == 0;
     const int copy_row = lane / kLanesPerRow;
     lane_chunk = lane % kLanesPerRow;
     lane_src = copy_row * stride + 16 * lane_chunk;
@@ -61,16 +72,17 @@ struct RowStager {
     if (whole_tile) {
       const uint8_t* base =
           reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(tile + start) & ~uintptr_t{15});
-      if (base + (Tl::kRows - 1) * stride + Tl::kSpanBytes <= w_end) {
+      if (base + (tile_row(0, Tl::kRows - 1)) * stride + Tl::kSpanBytes <= w_end) {
         const uint8_t* src = base + lane_src;
         uint8_t* dst = stage_base + lane_dst;
+        static_assert(!kSplitHalves || 8 % kRowsPerCopy == 0, "one copy never spans the two halves");
 #pragma unroll
         for (int i = 0; i < Tl::kRows / kRowsPerCopy; ++i)
 #pragma unroll
           for (int j = 0; j < kCopiesPerRow; ++j)
             if (lane_chunk + j * kLanesPerRow < Tl::kChunks)
               cp_async_16(dst + (i * kRowsPerCopy) * Tl::kSpanBytes + 16 * j * kLanesPerRow,
-                          src + (i * kRowsPerCopy) * stride + 16 * j * kLanesPerRow, 16);
+                          src + tile_row(0, i * kRowsPerCopy) * stride + 16 * j * kLanesPerRow, 16);
         return;
       }
     }

@@ -4,9 +4,12 @@
 
 #include <cstdint>
 
+#include "cuda/api/api_support.h"
 #include "cuda/common/launch.h"
+#include "cuda/mmq/mmq_grouped_launch.h"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/moe_routing_launch.h"
+#include "lowbit/cuda_mmq.h"
 #include "lowbit/cuda_moe.h"
 #include "lowbit/error.h"
 #include "lowbit/formats/all.h"
@@ -85,14 +88,28 @@ void check_projection(const MoeProjection& p, int64_t rows, const char* op) {
   LOWBIT_CHECK(p.y_row_stride >= p.n, "y: row stride ", p.y_row_stride, " must be >= N = ", p.n);
 }
 
-void launch_projection(QuantType t, const cuda_detail::MoeProjArgs& a, bool batched, cudaStream_t stream) {
+// mmq_workspace: non-null where a batched projection runs on the grouped MMQ kernel (sm_90a).
+void launch_projection(QuantType t, const cuda_detail::MoeProjArgs& a, bool batched, cudaStream_t stream,
+                       uint8_t* mmq_workspace = nullptr) {
   visit_weight_type(t, [&](auto traits) {
     constexpr QuantType kT = decltype(traits)::kType;
-    if (batched)
+    if (batched && mmq_workspace != nullptr) {
+#if defined(LOWBIT_WITH_SM90A)
+      cuda_detail::launch_moe_grouped_mmq<kT>(a, mmq_workspace, stream);
+#else
+      detail::fail("moe_batched: this build has no sm_90a kernels");
+#endif
+    } else if (batched) {
       cuda_detail::launch_moe_batched<kT>(a, stream);
-    else
+    } else {
       cuda_detail::launch_moe_vec<kT>(a, stream);
+    }
   });
+}
+
+// Whether a batched projection with this routing block size runs on the grouped MMQ kernel here.
+bool grouped_mmq_runs(int block_size) {
+  return cuda_detail::moe_grouped_mmq_block(block_size) && mmq_available();
 }
 
 void check_vec_grid(int64_t pairs, int64_t n, bool gated) {
@@ -102,10 +119,13 @@ void check_vec_grid(int64_t pairs, int64_t n, bool gated) {
                " outputs exceed the vector kernel's grid; use the batched kernel");
 }
 
-void check_batched_grid(int64_t capacity, int64_t n, bool gated) {
+// Both batched kernels: row tiles on y (the mma.sync kernel's are the smaller), routing blocks on x.
+void check_batched_grid(int64_t capacity, int64_t n, bool gated, int block_size) {
   const int64_t per_tile = gated ? cuda_detail::kMoeTileN / 2 : cuda_detail::kMoeTileN;
   LOWBIT_CHECK((n + per_tile - 1) / per_tile <= 65535, "w: N = ", n, " needs more than 65535 tiles of ", per_tile);
-  LOWBIT_CHECK(capacity / cuda_detail::kMoeTileM < kMaxGridX, "sorted_pairs: too many rows");
+  LOWBIT_CHECK(
+      (capacity + block_size - 1) / block_size * cuda_detail::moe_batched_tiles_per_block(block_size) < kMaxGridX,
+      "sorted_pairs: too many rows");
 }
 
 void check_routing(const MoeRouting& r, int64_t pairs, int64_t experts, int block_size) {
@@ -159,16 +179,36 @@ void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, cudaStream_
   launch_projection(proj.type, a, false, stream);
 }
 
-void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStream_t stream) {
+size_t moe_batched_workspace_bytes(const MoeProjection& proj, int block_size) {
+  if (!grouped_mmq_runs(block_size)) return 0;
+  LOWBIT_CHECK(proj.pairs >= 0 && proj.x_pair_divisor >= 1 && proj.k >= 0,
+               "proj: pairs, x_pair_divisor and K must be non-negative (x_pair_divisor >= 1)");
+  return static_cast<size_t>(cuda_detail::moe_grouped_mmq_workspace_bytes(proj.pairs, proj.x_pair_divisor, proj.k));
+}
+
+void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStream_t stream, void* workspace,
+                 size_t workspace_bytes) {
   check_projection(proj, proj.n, "moe_batched");
-  check_routing(routing, proj.pairs, proj.experts, kMoeBlockSize);
-  check_batched_grid(routing.capacity, proj.n, false);
+  LOWBIT_CHECK(routing.block_size >= 1 && routing.block_size <= 1024, "routing: block_size must be in [1, 1024], got ",
+               routing.block_size);
+  check_routing(routing, proj.pairs, proj.experts, routing.block_size);
+  check_batched_grid(routing.capacity, proj.n, false, routing.block_size);
+  const size_t need = moe_batched_workspace_bytes(proj, routing.block_size);
+  LOWBIT_CHECK(workspace == nullptr || (workspace_bytes >= need && aligned(workspace, 256)),
+               "workspace: ", workspace_bytes, " bytes; moe_batched needs ", need, ", 256-byte aligned");
   cuda_detail::MoeProjArgs a = proj_args(proj, false, Activation::kSiLU);
   a.sorted_pairs = routing.sorted_pairs;
   a.sorted_capacity = routing.capacity;
   a.block_experts = routing.block_experts;
   a.num_padded = routing.num_padded;
-  launch_projection(proj.type, a, true, stream);
+  a.block_size = routing.block_size;
+  if (proj.pairs == 0) return;
+  cuda_detail::StreamOrderedBuffer owned{nullptr, stream};
+  uint8_t* mmq_workspace = nullptr;
+  if (need > 0)
+    mmq_workspace =
+        static_cast<uint8_t*>(cuda_detail::workspace_or_allocate(workspace, need, owned, stream, "moe_batched"));
+  launch_projection(proj.type, a, true, stream, mmq_workspace);
 }
 
 void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int64_t tokens, int64_t x_row_stride,
@@ -187,7 +227,9 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
   const int64_t pairs = tokens * top_k;
   // the plan's buffers are sized for its shape: a call of another shape would write past them
   const MoeShape shape{layer.w13_type, layer.w2_type, tokens, E, top_k, H, I};
-  LOWBIT_CHECK(plan.shape == shape && plan.pairs == pairs && plan.block_size == kMoeBlockSize,
+  LOWBIT_CHECK(plan.shape == shape && plan.pairs == pairs && plan.block_size >= 1 && plan.block_size <= 1024 &&
+                   plan.sorted_capacity >= moe_sorted_capacity(pairs, E, plan.block_size) &&
+                   plan.blocks * plan.block_size >= plan.sorted_capacity,
                "plan: made for another shape (", plan.shape.tokens, " tokens, E = ", plan.shape.experts,
                ", top_k = ", plan.shape.top_k, ", H = ", plan.shape.hidden, ", I = ", plan.shape.intermediate,
                "); use plan_moe with this call's shape");
@@ -201,9 +243,12 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
                "plan: made for bf16 activations (16-byte aligned, row stride a multiple of 8); this x needs the "
                "rounding copy (plan_moe with x_is_bf16 = false)");
   const bool batched = plan.kernel == MoeKernel::kBatched;
+  LOWBIT_CHECK(!plan.grouped_mmq || (batched && grouped_mmq_runs(plan.block_size)),
+               "plan: made for the grouped MMQ kernel (a compute capability 9.0 GPU, a build for sm_90a, token "
+               "tiles 16 .. 128), which does not run here; plan_moe with this device's facts");
   if (batched) {
-    check_batched_grid(plan.sorted_capacity, I, true);
-    check_batched_grid(plan.sorted_capacity, H, false);
+    check_batched_grid(plan.sorted_capacity, I, true, plan.block_size);
+    check_batched_grid(plan.sorted_capacity, H, false, plan.block_size);
   } else {
     check_vec_grid(pairs, I, true);
     check_vec_grid(pairs, H, false);
@@ -250,9 +295,13 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
     a->sorted_capacity = routing.capacity;
     a->block_experts = routing.block_experts;
     a->num_padded = routing.num_padded;
+    a->block_size = plan.block_size;
   }
-  launch_projection(layer.w13_type, a13, batched, stream);
-  launch_projection(layer.w2_type, a2, batched, stream);
+  // one buffer for both projections' permuted x: the down projection's prologue runs after the
+  // gate/up kernel on the same stream
+  uint8_t* const x_mmq = plan.grouped_mmq ? base + L.x_mmq : nullptr;
+  launch_projection(layer.w13_type, a13, batched, stream, x_mmq);
+  launch_projection(layer.w2_type, a2, batched, stream, x_mmq);
   cuda_detail::launch_moe_combine(down, topk_weights, pair_experts, tokens, top_k, H, out, x_type, stream);
 }
 

@@ -1,5 +1,7 @@
-// The MoE batched kernel (many tokens): a grouped GEMM over the routing. Block (b, t) takes the
-// kMoeTileM sorted rows of routing block b (all pairs of one expert, padded with the sentinel) and
+// The MoE batched kernel (many tokens) where the Hopper grouped MMQ does not run (sm_80/89/120, or
+// a routing block size MMQ has no tile for): a grouped GEMM over the routing. Block (b, t) takes
+// kMoeTileM sorted rows of a routing block (all pairs of one expert, padded with the sentinel; a
+// routing block of more rows takes several blocks, of fewer leaves the rest of the tile empty) and
 // tile t of the expert's weight rows; per kMoeTileK slice of K it gathers the pairs' bf16
 // activation rows into shared memory, decodes the weight tile there as bf16 with the format's
 // own primitive, and multiplies on the tensor cores (Bf16TileMma). The epilogue writes each pair's
@@ -38,8 +40,11 @@ __host__ __device__ inline int64_t moe_batched_outputs_per_tile(bool gated) {
 
 template <class Traits>
 __global__ void __launch_bounds__(kMoeBatchedThreads) moe_batched_kernel(MoeProjArgs a) {
-  const int64_t block = blockIdx.x;
-  const int64_t first_row = block * kMoeTileM;
+  const int tiles_per_block = moe_batched_tiles_per_block(a.block_size);
+  const int64_t block = blockIdx.x / tiles_per_block;
+  const int row_begin = static_cast<int>(blockIdx.x % tiles_per_block) * kMoeTileM;  // in the routing block
+  const int rows_here = a.block_size - row_begin < kMoeTileM ? a.block_size - row_begin : kMoeTileM;
+  const int64_t first_row = block * a.block_size + row_begin;
   const int64_t used = a.num_padded[0];
   if (first_row >= used || first_row >= a.sorted_capacity) return;  // experts with no pair cost nothing
   const int32_t e = a.block_experts[block];
@@ -62,7 +67,7 @@ __global__ void __launch_bounds__(kMoeBatchedThreads) moe_batched_kernel(MoeProj
   for (int i = 0; i < kMoeRowsPerThread; ++i) {
     const int r = row0 + kMoeRowStep * i;
     const int64_t slot = first_row + r;
-    const int64_t pair = slot < a.sorted_capacity ? a.sorted_pairs[slot] : a.pairs;
+    const int64_t pair = slot < a.sorted_capacity && r < rows_here ? a.sorted_pairs[slot] : a.pairs;
     x_rows[i] = (pair >= 0 && pair < a.pairs) ? a.x + (pair / a.x_pair_divisor) * a.x_row_stride : nullptr;
     int64_t w_row, out_j;
     if (a.gated) {
@@ -120,7 +125,7 @@ __global__ void __launch_bounds__(kMoeBatchedThreads) moe_batched_kernel(MoeProj
     for (int idx = threadIdx.x; idx < kMoeTileM * kHalf; idx += kMoeBatchedThreads) {
       const int r = idx / kHalf, col = idx % kHalf;
       const int64_t slot = first_row + r;
-      const int64_t pair = slot < a.sorted_capacity ? a.sorted_pairs[slot] : a.pairs;
+      const int64_t pair = slot < a.sorted_capacity && r < rows_here ? a.sorted_pairs[slot] : a.pairs;
       const int64_t j = out0 + col;
       if (pair < 0 || pair >= a.pairs || j >= a.n) continue;
       const float g = c[r * MoeTileMma::kCRowFloats + col], u = c[r * MoeTileMma::kCRowFloats + kHalf + col];
@@ -131,7 +136,7 @@ __global__ void __launch_bounds__(kMoeBatchedThreads) moe_batched_kernel(MoeProj
     for (int idx = threadIdx.x; idx < kMoeTileM * kMoeTileN; idx += kMoeBatchedThreads) {
       const int r = idx / kMoeTileN, col = idx % kMoeTileN;
       const int64_t slot = first_row + r;
-      const int64_t pair = slot < a.sorted_capacity ? a.sorted_pairs[slot] : a.pairs;
+      const int64_t pair = slot < a.sorted_capacity && r < rows_here ? a.sorted_pairs[slot] : a.pairs;
       const int64_t j = out0 + col;
       if (pair < 0 || pair >= a.pairs || j >= a.n) continue;
       static_cast<float*>(a.out)[pair * a.out_row_stride + j] = c[r * MoeTileMma::kCRowFloats + col];
@@ -142,7 +147,8 @@ __global__ void __launch_bounds__(kMoeBatchedThreads) moe_batched_kernel(MoeProj
 template <QuantType T>
 void launch_moe_batched(const MoeProjArgs& a, cudaStream_t stream) {
   if (a.pairs == 0 || a.n == 0 || a.sorted_capacity == 0) return;
-  const int64_t blocks = (a.sorted_capacity + kMoeTileM - 1) / kMoeTileM;
+  const int64_t blocks =
+      (a.sorted_capacity + a.block_size - 1) / a.block_size * moe_batched_tiles_per_block(a.block_size);
   const int64_t per_tile = moe_batched_outputs_per_tile(a.gated);
   const int64_t tiles = (a.n + per_tile - 1) / per_tile;
   moe_batched_kernel<FormatTraits<T>>

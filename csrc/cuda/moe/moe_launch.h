@@ -33,7 +33,8 @@ struct MoeProjArgs {
   int64_t sorted_capacity;
   const int32_t* block_experts;
   const int32_t* num_padded;
-  void* out;  // float32, or bf16 bits when gated
+  int block_size;  // batched kernels: sorted rows per routing block
+  void* out;       // float32, or bf16 bits when gated
   int64_t out_row_stride;
   bool gated;
   Activation activation;
@@ -46,6 +47,11 @@ inline constexpr int kMoeVecRowsPerWarp = 2;
 inline constexpr int kMoeTileM = 64;
 inline constexpr int kMoeTileN = 64;
 inline constexpr int kMoeTileK = 64;
+
+// Blocks of the mma.sync batched kernel per routing block of `block_size` sorted rows.
+__host__ __device__ inline int moe_batched_tiles_per_block(int block_size) {
+  return (block_size + kMoeTileM - 1) / kMoeTileM;
+}
 
 template <QuantType T>
 void launch_moe_vec(const MoeProjArgs& a, cudaStream_t stream);

@@ -88,8 +88,9 @@ at::Tensor moe_vec_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype,
 
 at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
                             const at::Tensor& block_experts, const at::Tensor& num_padded, int64_t top_k, int64_t pairs,
-                            const std::optional<at::Tensor>& scales) {
-  const MoeProjPlan p = plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales);
+                            const std::optional<at::Tensor>& scales, int64_t block_size) {
+  const MoeProjPlan p =
+      plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales, block_size);
   const c10::cuda::CUDAGuard guard(w.device());
   at::Tensor keep;
   const WeightArg wa = aligned_weight(p.w, w, keep);
@@ -98,11 +99,21 @@ at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qt
   const at::Tensor xb = bf16_rows(x);
   const at::Tensor sorted = sorted_pair_ids.contiguous(), blocks = block_experts.contiguous();
   const at::Tensor used = num_padded.contiguous();
-  cuda::MoeRouting r{const_cast<int32_t*>(sorted.data_ptr<int32_t>()), sorted.numel(),
-                     const_cast<int32_t*>(blocks.data_ptr<int32_t>()), blocks.numel(),
-                     const_cast<int32_t*>(used.data_ptr<int32_t>()),   nullptr};
-  translate_errors(
-      [&] { cuda::moe_batched(projection(wa, xb, top_k, pairs, y), r, c10::cuda::getCurrentCUDAStream()); });
+  cuda::MoeRouting r{const_cast<int32_t*>(sorted.data_ptr<int32_t>()),
+                     sorted.numel(),
+                     const_cast<int32_t*>(blocks.data_ptr<int32_t>()),
+                     blocks.numel(),
+                     const_cast<int32_t*>(used.data_ptr<int32_t>()),
+                     nullptr,
+                     static_cast<int>(p.block_size)};
+  const cuda::MoeProjection proj = projection(wa, xb, top_k, pairs, y);
+  // sized from shapes alone (graph capture); the caching allocator's blocks are 512-byte aligned
+  const auto ws_bytes =
+      static_cast<int64_t>(translate_errors([&] { return cuda::moe_batched_workspace_bytes(proj, r.block_size); }));
+  at::Tensor ws = at::empty({std::max<int64_t>(ws_bytes, 1)}, x.options().dtype(at::kByte));
+  translate_errors([&] {
+    cuda::moe_batched(proj, r, c10::cuda::getCurrentCUDAStream(), ws.data_ptr(), static_cast<size_t>(ws.numel()));
+  });
   return y.to(x.scalar_type());
 }
 

@@ -1,0 +1,146 @@
+// The grouped mode of MMQ: the batched MoE projection on the Hopper mainloop (mmq_kernel.cuh).
+//
+// The scheduler is the only difference from the dense GEMM. Block (x, y) takes routing block x
+// (kTokens sorted rows of one expert, moe_align with block_size = kTokens) and row tile y of that
+// expert's weight; blocks past num_padded or of no local expert exit before any work. The token
+// tile gathers its rows of the permuted activations through sorted_pairs (pair -> its row of x,
+// pair / x_pair_divisor; padding and dropped pairs read zeros), and the epilogue scatters each
+// result to its pair's output row. Weight decode, staging, wgmma and roundings are the dense
+// kernel's, so the dense MMQ's exact-rounding emulation bounds it too.
+//
+// Gated (w13: gate rows [0, n), up rows [n, 2n)): a warp's 16 rows are 8 gate rows and their 8 up
+// rows (RowStager's split halves), so accumulator i (row g) and i + 2 (row g + 8) of a lane are the
+// gate and up sums of one output and one token: the epilogue writes bf16 act(gate) * up without
+// leaving registers. A block then covers 64 outputs.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "cuda/mmq/mmq_grouped_launch.h"
+#include "cuda/mmq/mmq_kernel.cuh"
+#include "cuda/moe/moe_launch.h"
+
+namespace lowbit::cuda_detail {
+
+template <class Traits, int kTokens, bool kGated>
+struct MmqGroupedTiling {
+  using Tl = MmqTiling<Traits, kTokens>;
+  // After the dense kernel's codebook and ring: each tile row's x row and pair (int32, -1: zeros)
+  static constexpr int kTableOffset = Tl::kSmemBytes - 1024;  // from the 1024-aligned base
+  static constexpr int kTableBytes = 2 * kTokens * 4;
+  static constexpr int kSmemBytes = Tl::kSmemBytes + kTableBytes;
+  static_assert(kSmemBytes <= (Tl::kTwoBlocks ? 113 : 227) * 1024, "the row tables fit beside the dense ring");
+  static constexpr int kOutputsPerBlock = kGated ? Tl::kRows / 2 : Tl::kRows;
+};
+
+template <class Traits, int kTokens, bool kGated>
+__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
+    mmq_grouped_kernel(MoeProjArgs a, const __nv_bfloat16* xp, int64_t k_pad) {
+  using Gt = MmqGroupedTiling<Traits, kTokens, kGated>;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kTokens;
+  if (first >= a.num_padded[0] || first >= a.sorted_capacity) return;  // experts with no pair cost nothing
+  const int32_t e = a.block_experts[blockIdx.x];
+  if (e < 0 || e >= a.experts) return;
+
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* const smem = aligned_mmq_smem(smem_raw);
+  int32_t* const x_rows = reinterpret_cast<int32_t*>(smem + Gt::kTableOffset);
+  int32_t* const pair_of = x_rows + kTokens;
+  if (threadIdx.x < kTokens) {
+    const int64_t slot = first + threadIdx.x;
+    const int64_t pair = slot < a.sorted_capacity ? a.sorted_pairs[slot] : int64_t{-1};
+    const bool valid = pair >= 0 && pair < a.pairs;
+    pair_of[threadIdx.x] = valid ? static_cast<int32_t>(pair) : -1;
+    x_rows[threadIdx.x] = valid ? static_cast<int32_t>(pair / a.x_pair_divisor) : -1;
+  }
+  __syncthreads();  // the first stage reads x_rows
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  MmqTileSource src{};
+  src.w.w = a.w + e * a.w_expert_stride;
+  src.w.w_row_stride = a.w_row_stride;
+  src.w.scales = a.scales != nullptr ? a.scales + e * a.scale_expert_stride : nullptr;
+  src.w.scale_row_stride = a.scale_row_stride;
+  src.w.n = kGated ? 2 * a.n : a.n;
+  src.w.k = a.k;
+  // gated: output j's gate row is j and its up row n + j; a warp takes 8 outputs
+  const int64_t out0 = static_cast<int64_t>(blockIdx.y) * Gt::kOutputsPerBlock + (kGated ? 8 : 16) * warp;
+  src.row0 = out0;
+  src.upper_gap = kGated ? a.n - 8 : 0;
+  const auto act_row = [&](int r) -> int64_t { return x_rows[r]; };
+  float acc[kTokens / 2];
+  mmq_mainloop<Traits, kTokens, kGated>(src, act_row, xp, k_pad, 0, static_cast<int>(k_pad / kMmqUnitElems), smem, acc);
+
+#pragma unroll
+  for (int i = 0; i < kTokens / 2; ++i) {
+    const int m = 8 * (i >> 2) + 2 * t + (i & 1);
+    const int64_t pair = pair_of[m];
+    if constexpr (kGated) {
+      if (i & 2) continue;  // the up sum of accumulator i - 2
+      const int64_t j = out0 + g;
+      if (pair < 0 || j >= a.n) continue;
+      const __nv_bfloat16 v = __float2bfloat16_rn(moe_activate(a.activation, acc[i]) * acc[i + 2]);
+      static_cast<__nv_bfloat16*>(a.out)[pair * a.out_row_stride + j] = v;
+    } else {
+      const int64_t n = out0 + g + 8 * ((i >> 1) & 1);
+      if (pair < 0 || n >= a.n) continue;
+      static_cast<float*>(a.out)[pair * a.out_row_stride + n] = acc[i];
+    }
+  }
+}
+
+template <class Traits, int kTokens, bool kGated>
+void launch_grouped_tiles(const MoeProjArgs& a, const __nv_bfloat16* xp, int64_t k_pad, cudaStream_t stream) {
+  using Gt = MmqGroupedTiling<Traits, kTokens, kGated>;
+  auto* kernel = &mmq_grouped_kernel<Traits, kTokens, kGated>;
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), Gt::kSmemBytes, "moe_batched");
+  const dim3 grid(static_cast<unsigned>((a.sorted_capacity + kTokens - 1) / kTokens),
+                  static_cast<unsigned>((a.n + Gt::kOutputsPerBlock - 1) / Gt::kOutputsPerBlock));
+  kernel<<<grid, 256, Gt::kSmemBytes, stream>>>(a, xp, k_pad);
+  check_launch("moe_batched (grouped mmq)");
+}
+
+template <class Traits, int kTokens>
+void launch_grouped(const MoeProjArgs& a, const __nv_bfloat16* xp, int64_t k_pad, cudaStream_t stream) {
+  if (a.gated)
+    launch_grouped_tiles<Traits, kTokens, true>(a, xp, k_pad, stream);
+  else
+    launch_grouped_tiles<Traits, kTokens, false>(a, xp, k_pad, stream);
+}
+
+template <QuantType T>
+void launch_moe_grouped_mmq(const MoeProjArgs& a, uint8_t* workspace, cudaStream_t stream) {
+  using Traits = FormatTraits<T>;
+  if (a.pairs == 0 || a.n == 0 || a.sorted_capacity == 0) return;
+  const int64_t k_pad = (a.k + kMmqUnitElems - 1) / kMmqUnitElems * kMmqUnitElems;
+  MmqArgs permute{};
+  permute.x = a.x;
+  permute.x_row_stride = a.x_row_stride;
+  permute.x_type = FloatType::BF16;
+  permute.m = (a.pairs + a.x_pair_divisor - 1) / a.x_pair_divisor;
+  permute.k = a.k;
+  permute.workspace = workspace;
+  launch_mmq_permute(permute, k_pad, stream);
+  const auto* xp = reinterpret_cast<const __nv_bfloat16*>(workspace);
+  switch (a.block_size) {
+    case 16:
+      launch_grouped<Traits, 16>(a, xp, k_pad, stream);
+      break;
+    case 32:
+      launch_grouped<Traits, 32>(a, xp, k_pad, stream);
+      break;
+    case 64:
+      launch_grouped<Traits, 64>(a, xp, k_pad, stream);
+      break;
+    case 128:
+      launch_grouped<Traits, 128>(a, xp, k_pad, stream);
+      break;
+    default:
+      detail::fail("moe_batched: the grouped MMQ kernel has no token tile of ", a.block_size, " rows");
+  }
+}
+
+}  // namespace lowbit::cuda_detail
