@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-moe|bench|bench-moe|ab|ncu|
+#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-moe|bench|bench-mmq|bench-moe|ab|ncu|
 #   gbench|gdb ...]
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
@@ -101,6 +101,9 @@ for step in "${steps[@]}"; do
     bench-moe)
       python3 -X faulthandler benchmarks/bench_moe.py --out "$OUT" ${BENCH_MOE_ARGS:-} > "$OUT/bench-moe.log" 2>&1
       echo "bench-moe rc=$?"; tail -40 "$OUT/bench-moe.log" ;;
+    bench-mmq)
+      python3 -X faulthandler benchmarks/bench_mmq.py --out "$OUT" ${BENCH_MMQ_ARGS:-} > "$OUT/bench-mmq.log" 2>&1
+      echo "bench-mmq rc=$?"; tail -30 "$OUT/bench-mmq.log" ;;
     bench)
       python3 -X faulthandler benchmarks/bench_dense.py --out "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
       tail -22 "$OUT/bench.log" ;;
