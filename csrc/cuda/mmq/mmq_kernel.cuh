@@ -114,13 +114,14 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   static_assert(Tl::kThreads == 256, "eight warps: row r of the tile swizzles by r % 8 = the copying warp");
   const int act_dst0 = (lane >> 3) * Tl::kSliceBytes + warp * 128 + (((lane & 7) ^ warp) << 4);
   auto stage = [&](int u, int slot) {
-    uint8_t* const st = ring + slot * Tl::kStageBytes + act_dst0;
+    uint8_t* const st = ring + slot * Tl::kStageBytes;
+    uint8_t* const act_dst = st + act_dst0;
     const __nv_bfloat16* const unit = xp + static_cast<int64_t>(u) * kMmqUnitElems + 8 * lane;
 #pragma unroll
     for (int i = 0; i < kTokens / 8; ++i) {
       const int64_t x_row = act_row(warp + 8 * i);
       const bool valid = x_row >= 0;
-      cp_async_16(st + 1024 * i, unit + (valid ? x_row : 0) * k_pad, valid ? 16 : 0);
+      cp_async_16(act_dst + 1024 * i, unit + (valid ? x_row : 0) * k_pad, valid ? 16 : 0);
     }
     stager.issue(u, st + Tl::kActBytes + warp * Rows::kStageBytes);
     cp_async_commit();
