@@ -184,7 +184,8 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
             def batched(r: int) -> torch.Tensor:
                 return moe_batched(x, ws[r], q, moe_align(ids, E, block), top_k, T * top_k)  # noqa: B023
 
-            auto = "moe_vec" if T <= 16 else "moe_batched"  # the layer's provisional limit (moe_policy.cpp)
+            # the dispatcher's choice for a layer of this projection's shape (the vector limit is in tokens)
+            auto = select_moe_kernel(q, q, T, E, top_k, K, N, "cuda")
             calls = {
                 "moe_vec": lambda r: moe_vec(x, ws[r], q, ids, top_k),  # noqa: B023
                 "moe_batched": batched,
