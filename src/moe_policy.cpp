@@ -3,8 +3,10 @@
 
 #include <sstream>
 
+#include "cuda/common/int8_activation_layout.h"
 #include "cuda/tuning/tuning.h"
 #include "lowbit/error.h"
+#include "lowbit/formats/all.h"
 
 namespace lowbit {
 namespace {
@@ -33,6 +35,18 @@ MoeKernel parse_moe_kernel(const std::string& name, const char* arg) {
 
 int64_t moe_vector_max_tokens(const MoeShape&, const DeviceFacts& device) {
   return tuning::moe_vector_max_tokens(device.compute_major);
+}
+
+bool moe_vec_int8(QuantType t) {
+  weight_type_info(static_cast<int64_t>(t), "qtype");
+  bool int8 = false;
+  visit_weight_type(t, [&](auto traits) { int8 = HasInt8<decltype(traits)>::value; });
+  return int8;
+}
+
+size_t moe_vec_activation_bytes(QuantType t, int64_t rows, int64_t k) {
+  LOWBIT_CHECK(rows >= 0 && k >= 0, "x: rows and K must be >= 0, got ", rows, " and ", k);
+  return moe_vec_int8(t) ? static_cast<size_t>(cuda_detail::int8_activation_bytes(rows, k)) : 0;
 }
 
 int64_t moe_sorted_capacity(int64_t pairs, int64_t experts, int block_size) {
@@ -98,6 +112,8 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
   w.x_bf16 = take(x_is_bf16 ? 0 : static_cast<size_t>(s.tokens * s.hidden) * 2);
   w.gated = take(static_cast<size_t>(p.pairs * s.intermediate) * 2);
   w.down = take(static_cast<size_t>(p.pairs * s.hidden) * 4);
+  w.x_int8 = take(batched ? 0 : moe_vec_activation_bytes(s.w13_type, s.tokens, s.hidden));
+  w.gated_int8 = take(batched ? 0 : moe_vec_activation_bytes(s.w2_type, p.pairs, s.intermediate));
   w.total = at;
   return p;
 }

@@ -16,6 +16,17 @@
 
 namespace lowbit::cuda_detail {
 
+// The 16 weight rows of a tile: rows 0..7 are lo .. lo + 7, rows 8..15 are hi .. hi + 7, and a row
+// exists below its half's end. A dense tile is 16 consecutive rows (hi = lo + 8, both ends N); a
+// gated MoE tile pairs 8 gate rows with their 8 up rows (hi = lo + n', ends n' and 2n'), so that
+// lane (g, t) of the mma holds gate row g and its up row in one C fragment.
+struct TileRows {
+  int64_t lo, hi, lo_end, hi_end;
+  __device__ __forceinline__ static TileRows dense(int64_t row0, int64_t n) { return {row0, row0 + 8, n, n}; }
+  __device__ __forceinline__ int64_t row(int r) const { return r < 8 ? lo + r : hi + (r - 8); }
+  __device__ __forceinline__ bool exists(int r) const { return r < 8 ? lo + r < lo_end : hi + (r - 8) < hi_end; }
+};
+
 // Copies units of a warp's 16 rows into its ring stages with cp.async, 16-byte copies of the
 // aligned span around each row's unit (the bytes before or after the unit belong to the tensor:
 // neighbouring units or rows). Where the tile's rows all exist, share one alignment (row stride a
@@ -33,17 +44,23 @@ struct RowStager {
   const uint8_t* tile;  // the tile's first row
   const uint8_t* w_end;
   int64_t row_bytes, stride;
+  int64_t hi_gap;    // bytes rows 8..15 lie further than 16 consecutive rows would (0 for a dense tile)
   int64_t lane_src;  // this lane's first piece relative to the aligned span of row 0
   int lane_dst, lane_chunk;
   bool whole_tile;  // all 16 rows exist and share one alignment
   int r, half;
 
   __device__ __forceinline__ RowStager(const MmvqArgs& a, int64_t row0, int64_t row_bytes_, int lane)
+      : RowStager(a, TileRows::dense(row0, a.n), row_bytes_, lane) {}
+
+  __device__ __forceinline__ RowStager(const MmvqArgs& a, const TileRows& rows, int64_t row_bytes_, int lane)
       : row_bytes(row_bytes_), stride(a.w_row_stride), r(lane >> 1), half(lane & 1) {
+    static_assert(Tl::kRows == 16 && 8 % kRowsPerCopy == 0, "a copy's rows lie in one half of the tile");
     w_end = a.w + (a.n - 1) * a.w_row_stride + row_bytes;
-    row = row0 + r < a.n ? a.w + (row0 + r) * a.w_row_stride : nullptr;
-    tile = a.w + row0 * a.w_row_stride;
-    whole_tile = row0 + Tl::kRows <= a.n && a.w_row_stride % 16 == 0;
+    row = rows.exists(r) ? a.w + rows.row(r) * a.w_row_stride : nullptr;
+    tile = a.w + rows.lo * a.w_row_stride;
+    hi_gap = (rows.hi - rows.lo - 8) * a.w_row_stride;
+    whole_tile = rows.exists(7) && rows.exists(15) && a.w_row_stride % 16 == 0;
     const int copy_row = lane / kLanesPerRow;
     lane_chunk = lane % kLanesPerRow;
     lane_src = copy_row * stride + 16 * lane_chunk;
@@ -61,7 +78,7 @@ struct RowStager {
     if (whole_tile) {
       const uint8_t* base =
           reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(tile + start) & ~uintptr_t{15});
-      if (base + (Tl::kRows - 1) * stride + Tl::kSpanBytes <= w_end) {
+      if (base + (Tl::kRows - 1) * stride + hi_gap + Tl::kSpanBytes <= w_end) {
         const uint8_t* src = base + lane_src;
         uint8_t* dst = stage_base + lane_dst;
 #pragma unroll
@@ -70,7 +87,9 @@ struct RowStager {
           for (int j = 0; j < kCopiesPerRow; ++j)
             if (lane_chunk + j * kLanesPerRow < Tl::kChunks)
               cp_async_16(dst + (i * kRowsPerCopy) * Tl::kSpanBytes + 16 * j * kLanesPerRow,
-                          src + (i * kRowsPerCopy) * stride + 16 * j * kLanesPerRow, 16);
+                          src + (i * kRowsPerCopy) * stride + (i * kRowsPerCopy >= 8 ? hi_gap : 0) +
+                              16 * j * kLanesPerRow,
+                          16);
         return;
       }
     }
