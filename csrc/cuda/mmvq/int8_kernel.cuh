@@ -34,7 +34,7 @@ namespace lowbit::cuda_detail {
 
 template <class Traits, class Act, int kMaxTokens, MmvqMode kMode = MmvqMode::kDense>
 __global__ void __launch_bounds__(32 * (kMode != MmvqMode::kDense ? MmvqInt8Tiling<Traits, kMaxTokens>::kPairsMaxWarps
-                                                                   : MmvqInt8Tiling<Traits, kMaxTokens>::kMaxWarps),
+                                                                  : MmvqInt8Tiling<Traits, kMaxTokens>::kMaxWarps),
                                   kMode != MmvqMode::kDense ? MmvqInt8Tiling<Traits, kMaxTokens>::kPairsBlocksPerSm : 2)
     mmvq_int8_kernel(MmvqArgs a) {
   using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;

@@ -56,7 +56,8 @@ void launch_mmvq_int8_pairs(const MmvqArgs& a, cudaStream_t stream) {
   device.shared_per_sm = limits.shared_per_sm;
   device.multiprocessors = limits.sms;
   const int warps = int8_pairs_warps<Traits>(a.k, device);
-  LOWBIT_CHECK(warps > 0, "moe_vec: one warp's weight ring of the int8 kernel does not fit this device's shared memory");
+  LOWBIT_CHECK(warps > 0,
+               "moe_vec: one warp's weight ring of the int8 kernel does not fit this device's shared memory");
   const int smem_max = Tl::smem_bytes(Tl::kPairsMaxWarps) < limits.shared_per_block_optin
                            ? Tl::smem_bytes(Tl::kPairsMaxWarps)
                            : limits.shared_per_block_optin;

@@ -78,7 +78,7 @@ __device__ __forceinline__ bool enter_pair(MmvqArgs& a, TileRows& rows, int& x_r
 // reduce_and_store for a gated tile of one token: the warps' sums of gate row g (C element 0 of
 // lane 4g) and up row g (element 2) in a fixed order, then bf16 act(gate) * up for output lo + g.
 __device__ __forceinline__ void reduce_and_store_gated(const MmvqArgs& a, float* partial, const float (&acc)[1][4],
-                                                      const TileRows& rows, int warp, int lane) {
+                                                       const TileRows& rows, int warp, int lane) {
   const int warps = static_cast<int>(blockDim.x >> 5);
 #pragma unroll
   for (int c = 0; c < 4; ++c) partial[(warp * 4 + c) * 32 + lane] = acc[0][c];

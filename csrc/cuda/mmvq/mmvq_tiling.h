@@ -135,7 +135,8 @@ int int8_mma_warps(int64_t k, const DeviceFacts& device) {
 template <class Traits>
 int int8_pairs_warps(int64_t k, const DeviceFacts& device) {
   using Tl = MmvqInt8Tiling<Traits, 1>;
-  const int warps = int8_warps_per_tile<Tl>(k, shared_per_sm(device) / Tl::kPairsBlocksPerSm - 1024, Tl::kPairsMaxWarps);
+  const int warps =
+      int8_warps_per_tile<Tl>(k, shared_per_sm(device) / Tl::kPairsBlocksPerSm - 1024, Tl::kPairsMaxWarps);
   return warps > 0 ? warps : int8_warps_per_tile<Tl>(k, shared_per_block(device), Tl::kPairsMaxWarps);
 }
 

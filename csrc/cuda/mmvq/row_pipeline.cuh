@@ -86,10 +86,9 @@ struct RowStager {
 #pragma unroll
           for (int j = 0; j < kCopiesPerRow; ++j)
             if (lane_chunk + j * kLanesPerRow < Tl::kChunks)
-              cp_async_16(dst + (i * kRowsPerCopy) * Tl::kSpanBytes + 16 * j * kLanesPerRow,
-                          src + (i * kRowsPerCopy) * stride + (i * kRowsPerCopy >= 8 ? hi_gap : 0) +
-                              16 * j * kLanesPerRow,
-                          16);
+              cp_async_16(
+                  dst + (i * kRowsPerCopy) * Tl::kSpanBytes + 16 * j * kLanesPerRow,
+                  src + (i * kRowsPerCopy) * stride + (i * kRowsPerCopy >= 8 ? hi_gap : 0) + 16 * j * kLanesPerRow, 16);
         return;
       }
     }

@@ -98,10 +98,9 @@ void launch_projection(QuantType t, const cuda_detail::MoeProjArgs& a, bool batc
 
 // Outputs per block of the vector path for type t: the int8 MMVQ's pairs tile, or the float kernel's.
 void check_vec_grid(QuantType t, int64_t pairs, int64_t n, bool gated) {
-  const int64_t per_block =
-      moe_vec_int8(t) ? cuda_detail::pair_tile_outputs(gated)
-      : gated         ? cuda_detail::kMoeVecWarps
-                      : cuda_detail::kMoeVecWarps * cuda_detail::kMoeVecRowsPerWarp;
+  const int64_t per_block = moe_vec_int8(t) ? cuda_detail::pair_tile_outputs(gated)
+                            : gated         ? cuda_detail::kMoeVecWarps
+                                            : cuda_detail::kMoeVecWarps * cuda_detail::kMoeVecRowsPerWarp;
   LOWBIT_CHECK(pairs * ((n + per_block - 1) / per_block) <= kMaxGridX, "topk_ids: ", pairs, " pairs x ", n,
                " outputs exceed the vector kernel's grid; use the batched kernel");
 }
@@ -166,8 +165,9 @@ void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, void* works
   LOWBIT_CHECK(proj.pairs == 0 || pair_experts != nullptr, "pair_experts: pointer is null");
   check_vec_grid(proj.type, proj.pairs, proj.n, false);
   const size_t need = moe_vec_workspace_bytes(proj);
-  LOWBIT_CHECK(need == 0 || (workspace != nullptr && workspace_bytes >= need && aligned(workspace, 16)), "workspace: ",
-               workspace_bytes, " bytes; moe_vec needs ", need, " (moe_vec_workspace_bytes), 16-byte aligned");
+  LOWBIT_CHECK(need == 0 || (workspace != nullptr && workspace_bytes >= need && aligned(workspace, 16)),
+               "workspace: ", workspace_bytes, " bytes; moe_vec needs ", need,
+               " (moe_vec_workspace_bytes), 16-byte aligned");
   cuda_detail::MoeProjArgs a = proj_args(proj, false, Activation::kSiLU);
   a.pair_experts = pair_experts;
   a.int8_activations = static_cast<uint8_t*>(workspace);
