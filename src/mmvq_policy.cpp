@@ -1,6 +1,7 @@
 // Which MMVQ kernel serves a pass of M <= 16 tokens, and its launch shape, from the kernels' own
 // tilings and tuning table (csrc/cuda/mmvq/mmvq_tiling.h): pure C++, so that the plan a CUDA call
 // runs is the one tests and Python see on any machine.
+#include "cuda/common/int8_activation_layout.h"
 #include "cuda/mmvq/mmvq_tiling.h"
 #include "lowbit/cuda_limits.h"
 #include "lowbit/error.h"
@@ -60,7 +61,7 @@ MmvqConfig plan_pass(int64_t n, int64_t k, int64_t m, MmvqMath math, const Devic
     static_assert(kMmvqInt8MaxTokens == 8, "token counts round up to 1, 2, 4 or 8");
     if (math == MmvqMath::kInt8) {
       const LaneGrid lanes = plan_lanes<Traits>(n, k, m, device);
-      const size_t activations = static_cast<size_t>(k + m * k);  // scales [K/32][8] floats, codes [M][K]
+      const auto activations = static_cast<size_t>(cuda_detail::int8_activation_bytes(m, k));
       if (lanes.fits) {
         c.kernel = MmvqKernel::kDp4a;
         c.kernel_tokens = lane_tokens(m);

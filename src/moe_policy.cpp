@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cuda/common/int8_activation_layout.h"
 #include "cuda/tuning/tuning.h"
 #include "lowbit/error.h"
+#include "lowbit/formats/all.h"
 
 namespace lowbit {
 namespace {
@@ -45,6 +47,18 @@ int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device) {
   for (int tile : {16, 32, 64})
     if (want <= tile) return tile;
   return 128;
+}
+
+bool moe_vec_int8(QuantType t) {
+  weight_type_info(static_cast<int64_t>(t), "qtype");
+  bool int8 = false;
+  visit_weight_type(t, [&](auto traits) { int8 = HasInt8<decltype(traits)>::value; });
+  return int8;
+}
+
+size_t moe_vec_activation_bytes(QuantType t, int64_t rows, int64_t k) {
+  LOWBIT_CHECK(rows >= 0 && k >= 0, "x: rows and K must be >= 0, got ", rows, " and ", k);
+  return moe_vec_int8(t) ? static_cast<size_t>(cuda_detail::int8_activation_bytes(rows, k)) : 0;
 }
 
 int64_t moe_sorted_capacity(int64_t pairs, int64_t experts, int block_size) {
@@ -118,6 +132,8 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
                : 0);
   w.gated = take(static_cast<size_t>(p.pairs * s.intermediate) * 2);
   w.down = take(static_cast<size_t>(p.pairs * s.hidden) * 4);
+  w.x_int8 = take(batched ? 0 : moe_vec_activation_bytes(s.w13_type, s.tokens, s.hidden));
+  w.gated_int8 = take(batched ? 0 : moe_vec_activation_bytes(s.w2_type, p.pairs, s.intermediate));
   w.total = at;
   return p;
 }

@@ -53,7 +53,8 @@ void moe_align(ExpertIds ids, int64_t pairs, int64_t experts, int64_t begin, int
 //   w: the experts' weights (data, row and expert strides in bytes; split MX scales and their
 //      strides), [experts, N, row_bytes(K)].
 //   x: bf16 [rows, K] with row stride x_row_stride elements (a multiple of 8), 16-byte aligned;
-//      rows >= ceil(pairs / x_pair_divisor). Weights are decoded exactly; activations are bf16.
+//      rows >= ceil(pairs / x_pair_divisor). Weights are decoded exactly; activations are bf16
+//      (the vector kernel of a type with an int8 form: quantized to int8, see moe_vec).
 struct MoeProjection {
   QuantType type{};
   WeightView w;
@@ -68,8 +69,13 @@ struct MoeProjection {
   int64_t y_row_stride = 0;
 };
 
-// Vector kernel: one block per (pair, tile of rows); pairs whose pair_experts[p] < 0 get zero rows.
-void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, cudaStream_t stream);
+// Vector kernel: one block per (pair, tile of rows); pairs whose pair_experts[p] is outside
+// [0, experts) get zero rows. Weight types with an int8 form (moe_vec_int8) quantize the activation
+// rows to int8 per 32 values into `workspace` first (lowbit/moe_policy.h states the precision):
+// workspace_bytes >= moe_vec_workspace_bytes(proj), 16-byte aligned; nullptr where that is 0.
+size_t moe_vec_workspace_bytes(const MoeProjection& proj);
+void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, void* workspace, size_t workspace_bytes,
+             cudaStream_t stream);
 
 // Batched kernel over routing made with block_size routing.block_size (any in [1, 1024]; on a
 // compute capability 9.0 GPU with a build for sm_90a, 16, 32, 64 and 128 run the grouped MMQ

@@ -56,6 +56,9 @@ struct MoeWorkspaceLayout {
   size_t x_mmq = 0;           // bf16 [max(tokens, pairs), K padded]: a projection's x in MMQ order
   size_t gated = 0;           // bf16 [pairs, I]: act(gate) * up
   size_t down = 0;            // float32 [pairs, H]: each pair's down projection before the combine
+  // vector kernel, types with an int8 form (moe_vec_activation_bytes):
+  size_t x_int8 = 0;      // the gate/up projection's activations quantized to int8 (tokens rows of H)
+  size_t gated_int8 = 0;  // the down projection's: act(gate) * up quantized to int8 (pairs rows of I)
   size_t total = 0;
 };
 
@@ -85,6 +88,14 @@ int64_t moe_vector_max_tokens(const MoeShape& shape, const DeviceFacts& device);
 // expert's pairs (so that most experts take one block: the weight decode, not the padded math,
 // bounds the kernel); else kMoeBlockSize. Provisional until measured (bench_moe.py moe_proj).
 int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device);
+// Whether the vector kernel multiplies in int8 for weight type t: every type with an int8 form (all
+// but MXFP8) runs the int8 MMVQ over the routed pairs, with the activations quantized per row and
+// 32 values to int8 (scale amax / 127, round to nearest even: MmvqMath::kInt8's precision) by a
+// prologue into a workspace; MXFP8 multiplies in float32 with the bf16 activations.
+bool moe_vec_int8(QuantType t);
+// Bytes of that workspace for `rows` activation rows of K values (0 where t has no int8 form):
+// rows of x for a projection (ceil(pairs / x_pair_divisor)), 16-byte aligned.
+size_t moe_vec_activation_bytes(QuantType t, int64_t rows, int64_t k);
 
 // Sorted-rows capacity, blocks and segments of the routing for `pairs` pairs over E experts.
 int64_t moe_sorted_capacity(int64_t pairs, int64_t experts, int block_size = kMoeBlockSize);

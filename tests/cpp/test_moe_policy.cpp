@@ -71,6 +71,10 @@ TEST(MoePolicy, WorkspaceBuffersAreAlignedAndDisjoint) {
             {w.x_mmq, p.grouped_mmq ? static_cast<size_t>(std::max(tokens * k_pad(2048), pairs * k_pad(768))) * 2 : 0},
             {w.gated, static_cast<size_t>(pairs * 768) * 2},
             {w.down, static_cast<size_t>(pairs * 2048) * 4},
+            // IQ4_XS has an int8 form: the vector path quantizes x (tokens x H) and act(gate) * up
+            // (pairs x I), scales in chunks of eight rows ([K/32][8] floats = K bytes each) then codes
+            {w.x_int8, batched ? 0 : static_cast<size_t>((tokens + 7) / 8 * 2048 + tokens * 2048)},
+            {w.gated_int8, batched ? 0 : static_cast<size_t>((pairs + 7) / 8 * 768 + pairs * 768)},
         };
         size_t end = 0;
         for (const Buffer& b : buffers) {
@@ -106,6 +110,25 @@ TEST(MoePolicy, GroupedMmqTokenTileFollowsPairsPerExpert) {
   EXPECT_FALSE(vec.grouped_mmq);
   EXPECT_EQ(vec.workspace.gated, vec.workspace.x_mmq);  // nothing between them
   EXPECT_FALSE(plan_moe(qwen3(512), true, kH200).grouped_mmq);
+}
+
+TEST(MoePolicy, VectorPathInt8ActivationsPerType) {
+  EXPECT_TRUE(moe_vec_int8(QuantType::IQ2_XXS));
+  EXPECT_TRUE(moe_vec_int8(QuantType::MXFP4_SPLIT));
+  EXPECT_FALSE(moe_vec_int8(QuantType::MXFP8_E4M3));  // no int8 form: float32 on bf16 activations
+  EXPECT_THROW(moe_vec_int8(QuantType::Q8_1), Error);
+  // 9 rows of K = 256: two chunks of scales (2 x 256 bytes), then 9 x 256 codes
+  EXPECT_EQ(moe_vec_activation_bytes(QuantType::IQ3_S, 9, 256), 2u * 256 + 9 * 256);
+  EXPECT_EQ(moe_vec_activation_bytes(QuantType::Q8_0, 8, 64), 64u + 8 * 64);
+  EXPECT_EQ(moe_vec_activation_bytes(QuantType::Q8_0, 0, 64), 0u);
+  EXPECT_EQ(moe_vec_activation_bytes(QuantType::MXFP8_E4M3, 9, 256), 0u);
+  EXPECT_THROW(moe_vec_activation_bytes(QuantType::Q8_0, -1, 64), Error);
+  // the float32 vector kernel's layer reserves no int8 activations
+  const MoeShape mx{QuantType::MXFP8_E4M3, QuantType::MXFP8_E4M3, 3, 16, 2, 256, 128};
+  const MoePlan p = plan_moe(mx, true, kH200);
+  ASSERT_EQ(p.kernel, MoeKernel::kVector);
+  EXPECT_EQ(p.workspace.gated_int8, p.workspace.total);
+  EXPECT_EQ(p.workspace.x_int8, p.workspace.gated_int8);
 }
 
 TEST(MoePolicy, RejectsShapesBeyondTheKernels) {

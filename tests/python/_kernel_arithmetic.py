@@ -141,6 +141,28 @@ def bf16_activations(x: torch.Tensor) -> torch.Tensor:
     return x.float().to(torch.bfloat16).double()
 
 
+def q8_activations(x: torch.Tensor) -> torch.Tensor:
+    """The int8 MMVQ's activation quantization, emulated in float32 as the kernel computes it:
+    per token and 32 weights d = amax * (1/127), q = rint(x * (127 / amax)); returns q * d (float64)."""
+    xb = x.detach().cpu().float().numpy().reshape(x.shape[0], -1, 32)
+    amax = np.abs(xb).max(axis=-1, keepdims=True)
+    d = amax * (np.float32(1) / np.float32(127))
+    inv = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, np.float32(1)), np.float32(0))
+    q = np.rint(xb.astype(np.float64) * inv.astype(np.float64))
+    assert d.dtype == np.float32 and inv.dtype == np.float32 and np.abs(q).max() <= 127
+    return torch.from_numpy((q * d.astype(np.float64)).reshape(x.shape))
+
+
+def moe_vec_activations(x: torch.Tensor, qtype: QuantType) -> torch.Tensor:
+    """The activations lowbit's CUDA MoE vector path multiplies, float64 on x's device: x rounded to
+    bf16, then (every weight type with an int8 form: moe_vec_int8 in include/lowbit/moe_policy.h)
+    quantized as the int8 MMVQ does (q8_activations); MXFP8's float32 kernel takes the bf16 values."""
+    xb = x.float().to(torch.bfloat16)
+    if qtype == QuantType.MXFP8_E4M3:
+        return xb.double()
+    return q8_activations(xb).to(x.device)
+
+
 def half_ulp_ratio(dtype: torch.dtype) -> float:
     """The largest relative error of rounding to `dtype` (to nearest): 2^-8 for bf16, 2^-11 fp16."""
     return {torch.float32: 2.0**-24, torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}[dtype]

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 import torch
 from _helpers import BLOCK, random_weight, rel_err
-from _kernel_arithmetic import assert_rounded_result, bf16_activations, kernel_bf16_weights, record_error
+from _kernel_arithmetic import (
+    assert_rounded_result,
+    bf16_activations,
+    kernel_bf16_weights,
+    q8_activations,
+    record_error,
+)
 from lowbit import QuantType
 
 pytestmark = [
@@ -106,18 +112,6 @@ def test_mmvq_matches_reference(qtype: QuantType, rng: np.random.Generator) -> N
                     err = rel_err(y, ref)
                     bound = MMVQ_INT8_BOUND if math == "int8" else MMVQ_BOUND
                     assert err < bound, f"{qtype.type_name} {name} M={m} {dtype} {math}: rel err {err:.3g}"
-
-
-def q8_activations(x: torch.Tensor) -> torch.Tensor:
-    """The int8 MMVQ's activation quantization, emulated in float32 as the kernel computes it:
-    per token and 32 weights d = amax * (1/127), q = rint(x * (127 / amax)); returns q * d (float64)."""
-    xb = x.float().numpy().reshape(x.shape[0], -1, 32)
-    amax = np.abs(xb).max(axis=-1, keepdims=True)
-    d = amax * (np.float32(1) / np.float32(127))
-    inv = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, np.float32(1)), np.float32(0))
-    q = np.rint(xb.astype(np.float64) * inv.astype(np.float64))
-    assert d.dtype == np.float32 and inv.dtype == np.float32 and np.abs(q).max() <= 127
-    return torch.from_numpy((q * d.astype(np.float64)).reshape(x.shape))
 
 
 @pytest.mark.parametrize(

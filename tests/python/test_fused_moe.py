@@ -12,9 +12,11 @@ import torch
 from _helpers import DEVICES, random_weight, rel_err
 from lowbit import QuantType
 
-# CUDA rounds the activations and act(gate) * up to bf16 (test_moe_cuda.py checks it tightly
-# against a reference that rounds the same way); the CPU composite computes in float32
-CUDA_BOUND = 1e-2
+# CUDA rounds the activations and act(gate) * up to bf16 and, at the few tokens here (the vector
+# path), quantizes both projections' activations to int8 per 32 values (test_moe_cuda.py checks it
+# tightly against a reference that rounds the same way): held to the dense int8 MMVQ's end-to-end
+# bound (test_cuda_kernels.py: MMVQ_INT8_BOUND). The CPU composite computes in float32.
+CUDA_BOUND = 3e-2
 
 
 def act(name: str, v: torch.Tensor) -> torch.Tensor:
@@ -101,12 +103,12 @@ def test_invalid_and_non_local_ids_contribute_exactly_zero(device, ids_dtype, rn
     ref = reference(x.float(), w13, w2, weights, ids, t13, t2, "silu", None, None, begin)
     assert torch.equal(out[2].cpu(), torch.zeros(hidden, dtype=out.dtype))  # ids 0, 3, 7: none local
     assert torch.equal(out[3].cpu(), torch.zeros(hidden, dtype=out.dtype))  # all -1
-    assert rel_err(out, ref) < 8e-3  # bf16 output
+    assert rel_err(out, ref) < (8e-3 if device == "cpu" else CUDA_BOUND)  # bf16 output
     # a local id next to invalid ones gives that expert's contribution alone
     single = reference(
         x.float()[1:2], w13, w2, weights[1:2], torch.tensor([[-1, 5, -1]]), t13, t2, "silu", None, None, begin
     )
-    assert rel_err(out[1:2], single) < 8e-3
+    assert rel_err(out[1:2], single) < (8e-3 if device == "cpu" else CUDA_BOUND)
 
 
 @pytest.mark.parametrize("device", DEVICES)

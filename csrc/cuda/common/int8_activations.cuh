@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/common/int8_activation_layout.h"
 #include "cuda/common/ptx.cuh"
 #include "cuda/mmvq/mmvq_args.h"
 #include "lowbit/formats/common.h"
@@ -84,7 +85,8 @@ __device__ __forceinline__ void load_i8_group(const MmvqArgs& a, int token, int6
 }
 
 // The int8 prologue: thread (token, group) quantizes int8 group `group` of the token and stores
-// its codes at xq[token][8 * group]. Tokens M..7 write zero scales.
+// its codes at xq[token][8 * group], its scale in the token's chunk of eight
+// (int8_activation_layout.h). Tokens M .. 8 * ceil(M / 8) - 1 write zero scales.
 template <class Act, I8Order kOrder>
 __global__ void __launch_bounds__(256) quantize_activations_kernel(MmvqArgs a, uint8_t* xq, float* xs) {
   // The activations may be the output of the kernel before (this is a programmatic launch too);
@@ -92,17 +94,18 @@ __global__ void __launch_bounds__(256) quantize_activations_kernel(MmvqArgs a, u
   pdl_wait_for_primary();
   pdl_launch_dependents();
   const int64_t groups = a.k / 8;
+  const int64_t tokens = (a.m + 7) / 8 * 8;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool active = i < 8 * groups;  // whole quads: groups is a multiple of 4
-  const int token = active ? static_cast<int>(i / groups) : 0;
+  const bool active = i < tokens * groups;  // whole quads: groups is a multiple of 4
+  const int64_t token = active ? i / groups : 0;
   const int64_t group = active ? i - token * groups : 0;
   float v[8] = {};
-  if (active && token < a.m) load_i8_group<Act, kOrder>(a, token, group, v);
+  if (active && token < a.m) load_i8_group<Act, kOrder>(a, static_cast<int>(token), group, v);
   uint32_t q[2];
   const float d = quantize8(v, q);
   if (!active) return;
   if (token < a.m) *reinterpret_cast<uint2*>(xq + token * a.k + 8 * group) = make_uint2(q[0], q[1]);
-  if ((group & 3) == 0) xs[(group >> 2) * 8 + token] = d;
+  if ((group & 3) == 0) xs[(token >> 3) * int8_scale_chunk_floats(a.k) + (group >> 2) * 8 + (token & 7)] = d;
 }
 
 }  // namespace lowbit::cuda_detail

@@ -9,7 +9,7 @@
 // kernel's, so the dense MMQ's exact-rounding emulation bounds it too.
 //
 // Gated (w13: gate rows [0, n), up rows [n, 2n)): a warp's 16 rows are 8 gate rows and their 8 up
-// rows (RowStager's split halves), so accumulator i (row g) and i + 2 (row g + 8) of a lane are the
+// rows (TileRows), so accumulator i (row g) and i + 2 (row g + 8) of a lane are the
 // gate and up sums of one output and one token: the epilogue writes bf16 act(gate) * up without
 // leaving registers. A block then covers 64 outputs.
 #pragma once
@@ -68,11 +68,10 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
   src.w.k = a.k;
   // gated: output j's gate row is j and its up row n + j; a warp takes 8 outputs
   const int64_t out0 = static_cast<int64_t>(blockIdx.y) * Gt::kOutputsPerBlock + (kGated ? 8 : 16) * warp;
-  src.row0 = out0;
-  src.upper_gap = kGated ? a.n - 8 : 0;
+  src.rows = kGated ? TileRows{out0, a.n + out0, a.n, 2 * a.n} : TileRows::dense(out0, a.n);
   const auto act_row = [&](int r) -> int64_t { return x_rows[r]; };
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens, kGated>(src, act_row, xp, k_pad, 0, static_cast<int>(k_pad / kMmqUnitElems), smem, acc);
+  mmq_mainloop<Traits, kTokens>(src, act_row, xp, k_pad, 0, static_cast<int>(k_pad / kMmqUnitElems), smem, acc);
 
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) {

@@ -77,20 +77,19 @@ __device__ __forceinline__ void store_output(const MmqArgs& a, int64_t m, int64_
 }
 
 // What a block's mainloop reads, apart from the tiling: the weight rows (one expert's, for the
-// grouped mode), where a warp's 16 rows start, and which activation rows the token tile gathers.
-// `act_row(r)` gives the row of the permuted activations that tile row r reads, or -1 for zeros;
-// `upper_gap` > 0 (gated tiles) places a warp's rows 8..15 that many rows after its rows 0..7.
+// grouped mode) and which 16 of them this warp takes (TileRows: 16 consecutive rows, or a gated
+// tile's 8 gate rows and their 8 up rows). `act_row(r)` gives the row of the permuted activations
+// that token-tile row r reads, or -1 for zeros.
 struct MmqTileSource {
-  MmvqArgs w;         // w, strides, scales of the rows; n = rows that exist; k
-  int64_t row0;       // this warp's first row
-  int64_t upper_gap;  // kSplitHalves: rows between a warp's row 7 and its row 8, less one
+  MmvqArgs w;     // w, strides, scales of the rows; n = rows of the tensor; k
+  TileRows rows;  // this warp's rows
 };
 
 // The MMQ mainloop (module comment): accumulates this warp's 16 rows x kTokens tokens over the
 // units [u_begin, u_end) into acc, in the wgmma accumulator layout (wgmma.cuh). `smem` is the
 // 1024-aligned dynamic shared memory of MmqTiling<Traits, kTokens> (codebook, then the ring).
 // Every thread of the block calls it (it synchronizes the block).
-template <class Traits, int kTokens, bool kSplitHalves, class ActRow>
+template <class Traits, int kTokens, class ActRow>
 __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& act_row, const __nv_bfloat16* xp,
                                              int64_t k_pad, int u_begin, int u_end, uint8_t* smem,
                                              float (&acc)[kTokens / 2]) {
@@ -104,7 +103,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   const MmvqArgs& wa = src.w;
   const int64_t k = wa.k;
   const int64_t row_bytes = k / Traits::kBlockElems * Traits::kBlockBytes;
-  const RowStager<Rows, kSplitHalves> stager(wa, src.row0, row_bytes, lane, src.upper_gap);
+  const RowStager<Rows> stager(wa, src.rows, row_bytes, lane);
 
   // T rows of 512 bytes in 16-byte pieces; piece (r, c) lands in slice c / 8 at row r, its
   // 16-byte column c % 8 swizzled by r % 8. Warp w copies rows w + 8i (i < T / 8), lane c piece c
@@ -130,7 +129,8 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) acc[i] = 0.0f;
 
-  const int64_t row_lo = stager.tile_row(src.row0, g), row_hi = stager.tile_row(src.row0, g + 8);
+  const int64_t row_lo = src.rows.row(g), row_hi = src.rows.row(g + 8);
+  const bool lo_exists = src.rows.exists(g), hi_exists = src.rows.exists(g + 8);
   auto compute = [&](int u, int slot) {
     const uint8_t* const st = ring + slot * Tl::kStageBytes;
     const uint8_t* const wst = st + Tl::kActBytes + warp * Rows::kStageBytes;
@@ -152,8 +152,8 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
           uint8_t scale_lo = 0, scale_hi = 0;
           if constexpr (Traits::kSplitScales) {
             const int64_t sb = k0 / 32 + s;
-            scale_lo = row_lo < wa.n ? wa.scales[row_lo * wa.scale_row_stride + sb] : uint8_t{0};
-            scale_hi = row_hi < wa.n ? wa.scales[row_hi * wa.scale_row_stride + sb] : uint8_t{0};
+            scale_lo = lo_exists ? wa.scales[row_lo * wa.scale_row_stride + sb] : uint8_t{0};
+            scale_hi = hi_exists ? wa.scales[row_hi * wa.scale_row_stride + sb] : uint8_t{0};
           }
           render_bf16(Traits::decode_group(BlockRef{lo + block * Traits::kBlockBytes, scale_lo}, group, cb), wlo);
           render_bf16(Traits::decode_group(BlockRef{hi + block * Traits::kBlockBytes, scale_hi}, group, cb), whi);
@@ -254,10 +254,10 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
   MmqTileSource src{};
   src.w.w = a.w, src.w.w_row_stride = a.w_row_stride, src.w.scales = a.scales;
   src.w.scale_row_stride = a.scale_row_stride, src.w.n = a.n, src.w.k = a.k;
-  src.row0 = row0;
+  src.rows = TileRows::dense(row0, a.n);
   const auto act_row = [&](int r) -> int64_t { return m0 + r < a.m ? m0 + r : -1; };
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens, false>(src, act_row, reinterpret_cast<const __nv_bfloat16*>(a.workspace), k_pad,
+  mmq_mainloop<Traits, kTokens>(src, act_row, reinterpret_cast<const __nv_bfloat16*>(a.workspace), k_pad,
                                        u_begin, u_end, smem, acc);
 
   float* const partial = splits > 1 ? reinterpret_cast<float*>(a.workspace + a.m * k_pad * 2) : nullptr;

@@ -16,6 +16,10 @@
 // activation scale) once it holds its 8 / M groups: once per unit at M = 1 instead of once per
 // group, and the columns that a single token would leave idle carry the other groups.
 //
+// Pairs mode (kMode, MmvqPairs in mmvq_args.h: the MoE vector projection) runs the same body
+// over routed pairs: a block finds its pair's expert, token and output row (enter_pair, in
+// mmvq_pairs.cuh), rebases the arguments to them and then is a one-token dense block.
+//
 // Cost per 8 weights is a table lookup or two and a few integer operations, against about 35
 // instructions for the bf16 render: the bf16 kernel was bound by instruction issue (NOTES.md).
 #pragma once
@@ -23,19 +27,29 @@
 #include "cuda/common/device_codebooks.cuh"
 #include "cuda/common/int8_activations.cuh"
 #include "cuda/common/ptx.cuh"
+#include "cuda/mmvq/mmvq_pairs.cuh"
 #include "cuda/mmvq/row_pipeline.cuh"
 
 namespace lowbit::cuda_detail {
 
-template <class Traits, class Act, int kMaxTokens>
-__global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxWarps, 2) mmvq_int8_kernel(MmvqArgs a) {
+template <class Traits, class Act, int kMaxTokens, MmvqMode kMode = MmvqMode::kDense>
+__global__ void __launch_bounds__(32 * (kMode != MmvqMode::kDense ? MmvqInt8Tiling<Traits, kMaxTokens>::kPairsMaxWarps
+                                                                  : MmvqInt8Tiling<Traits, kMaxTokens>::kMaxWarps),
+                                  kMode != MmvqMode::kDense ? MmvqInt8Tiling<Traits, kMaxTokens>::kPairsBlocksPerSm : 2)
+    mmvq_int8_kernel(MmvqArgs a) {
   using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
+  constexpr bool kPairs = kMode != MmvqMode::kDense, kGated = kMode == MmvqMode::kGatedPairs;
+  static_assert(!kPairs || kMaxTokens == 1, "a pair is one token");
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* const staging = smem + Tl::kTableBytes;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * Tl::kRows;
+  TileRows rows = TileRows::dense(static_cast<int64_t>(blockIdx.x) * Tl::kRows, a.n);
+  int x_row = 0;  // the block's first activation row (pairs mode: its pair's token)
+  if constexpr (kPairs) {
+    if (!enter_pair<kGated>(a, rows, x_row)) return;
+  }
   const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
   const int units = static_cast<int>((a.k + Tl::kUnitElems - 1) / Tl::kUnitElems);
   const int warps = static_cast<int>(blockDim.x >> 5);  // K slices, chosen at launch
@@ -43,7 +57,7 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
   const int u_end = (warp + 1) * units / warps;
   uint8_t* const ring = staging + warp * Tl::kWarpBytes;
 
-  const RowStager<Tl> stager(a, row0, row_bytes, lane);
+  const RowStager<Tl> stager(a, rows, row_bytes, lane);
   // A unit's weights, then its activation codes (16-byte pieces of each token's 256) and scales
   // (16 pieces); one cp.async group.
   auto stage_activations = [&](int u, int slot) {
@@ -53,9 +67,11 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
     for (int p = lane; p < (a.m + 1) * 16; p += 32) {
       const int m = p / 16 - 1, piece = p % 16;
       if (m < 0) {  // scales of sub-blocks 8u .., 8 floats each: 2 pieces per sub-block
-        if (piece < pieces) cp_async_16(dst + Tl::kActBytes + 16 * piece, a.xs + 8 * (k0 / 32) + 4 * piece, 16);
+        if (piece < pieces)
+          cp_async_16(dst + Tl::kActBytes + 16 * piece,
+                      a.xs + (x_row >> 3) * int8_scale_chunk_floats(a.k) + 8 * (k0 / 32) + 4 * piece, 16);
       } else if (piece < pieces) {
-        cp_async_16(dst + m * 256 + 16 * piece, a.xq + m * a.k + k0 + 16 * piece, 16);
+        cp_async_16(dst + m * 256 + 16 * piece, a.xq + (x_row + m) * a.k + k0 + 16 * piece, 16);
       }
     }
   };
@@ -98,7 +114,7 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
 
   // acc[c]: C fragment element c (rows g, g, g + 8, g + 8; columns 2t, 2t + 1)
   float acc[1][4] = {};
-  const int64_t row_lo = row0 + g, row_hi = row0 + g + 8;
+  const int64_t row_lo = rows.row(g), row_hi = rows.row(g + 8);
 
   auto compute_unit = [&](int u, int slot, auto full) {
     constexpr bool kFull = decltype(full)::value;
@@ -136,7 +152,8 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
       const bool past0 = !kFull && q0 >= groups, past1 = !kFull && q1 >= groups;
       if (past0) q0 = 0;
       if (past1) q1 = 0;
-      const int m0 = (2 * t) % kMaxTokens, m1 = (2 * t + 1) % kMaxTokens;
+      // columns of the scales staged for eight rows: x_row's place in its chunk, then the token
+      const int m0 = (x_row & 7) + (2 * t) % kMaxTokens, m1 = (x_row & 7) + (2 * t + 1) % kMaxTokens;
       float x0 = act_scale[(q0 / kGroupsPerSub) * 8 + m0], x1 = act_scale[(q1 / kGroupsPerSub) * 8 + m1];
       float lo0 = weight_scale(lo, row_lo, q0), hi0 = weight_scale(hi, row_hi, q0), lo1 = lo0, hi1 = hi0;
       if constexpr (kMaxTokens == 1) lo1 = weight_scale(lo, row_lo, q1), hi1 = weight_scale(hi, row_hi, q1);
@@ -180,7 +197,9 @@ __global__ void __launch_bounds__(32 * MmvqInt8Tiling<Traits, kMaxTokens>::kMaxW
     for (int e = 0; e < 4; ++e) acc[0][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[0][e], offset);
   }
   __syncthreads();  // staging is reused for the cross-warp sum
-  reduce_and_store<1, Act>(a, reinterpret_cast<float*>(staging), acc, row0, warp, lane);
+  if constexpr (kPairs) point_at_pair_output<kGated>(a);
+  if constexpr (kGated) return reduce_and_store_gated(a, reinterpret_cast<float*>(staging), acc, rows, warp, lane);
+  reduce_and_store<1, Act>(a, reinterpret_cast<float*>(staging), acc, rows.lo, warp, lane);
 }
 
 }  // namespace lowbit::cuda_detail

@@ -6,11 +6,33 @@
 
 #include <cstdint>
 
+#include "cuda/common/int8_activation_layout.h"
 #include "lowbit/cpu.h"
 #include "lowbit/plan.h"
 #include "lowbit/quant_type.h"
 
 namespace lowbit::cuda_detail {
+
+// Pairs mode of the int8 tensor-core kernel (the MoE vector projection): one launch over routed
+// (row of x, expert) pairs, block b taking pair b / tiles and row tile b % tiles of that pair's
+// expert, the activations of row pair / x_pair_divisor and output row `pair` of y. A pair whose
+// expert lies outside [0, experts) gets exact zeros and reads no weight. gated: the expert holds
+// 2n' rows (n' gate rows, then n' up rows; MmvqArgs::n = 2n'), a tile takes 8 gate rows and their
+// 8 up rows, and y is bf16 act(gate . x) * (up . x) [pairs][n']; otherwise y is float32.
+struct MmvqPairs {
+  const int32_t* experts = nullptr;  // [count]; nullptr: not pairs mode
+  int64_t count = 0;
+  int64_t num_experts = 0;
+  int64_t w_expert_stride = 0;  // bytes
+  int64_t scale_expert_stride = 0;
+  int64_t x_pair_divisor = 1;
+  bool gated = false;
+  Activation activation = Activation::kSiLU;
+};
+
+// Which rows and outputs a block of the int8 kernel takes: a dense tile of 16 rows, or a tile of a
+// routed pair (MmvqPairs), plain or gated.
+enum class MmvqMode : int { kDense, kPairs, kGatedPairs };
 
 struct MmvqArgs {
   const uint8_t* w;
@@ -25,14 +47,11 @@ struct MmvqArgs {
   void* y;
   int64_t y_row_stride;  // elements
   // int8 arithmetic: the activations quantized by the prologue kernel (workspace)
+  // (int8_activation_layout.h)
   const uint8_t* xq = nullptr;  // [M][K] int8, each 32-weight run in the format's I8Order
-  const float* xs = nullptr;    // [K / 32][8] scales, zero for tokens >= M
+  const float* xs = nullptr;    // [ceil(M / 8)][K / 32][8] scales, zero for rows >= M
+  MmvqPairs pairs;              // the MoE vector projection; dense when pairs.experts is null
 };
-
-// Bytes of the int8 prologue's output for M tokens: scales [K/32][8] floats, then [M][K] int8.
-inline int64_t int8_activation_bytes(int64_t m, int64_t k) {
-  return k + m * k;
-}
 
 // Runs the pass `config` (plan_mmvq_pass for these arguments on this device) describes.
 template <QuantType T>

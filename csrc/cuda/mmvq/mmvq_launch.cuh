@@ -19,7 +19,7 @@ template <class Traits, class Act>
 void launch_int8_prologue(const MmvqArgs& a, cudaStream_t stream) {
   LOWBIT_CHECK(a.xq != nullptr && a.xs != nullptr,
                "mmvq: the int8 prologue runs without its activation workspace (route mismatch)");
-  const int64_t threads = a.k;  // 8 tokens x K / 8 groups
+  const int64_t threads = (a.m + 7) / 8 * a.k;  // chunks of 8 tokens x K / 8 groups
   constexpr auto kernel = &quantize_activations_kernel<Act, Traits::kI8Order>;
   launch_programmatic<kernel>(static_cast<unsigned>((threads + 255) / 256), 256, 0, stream, "mmvq (int8 activations)",
                               a, const_cast<uint8_t*>(a.xq), const_cast<float*>(a.xs));
@@ -38,6 +38,37 @@ void launch_mmvq_int8_as(const MmvqArgs& a, const MmvqConfig& config, cudaStream
   configure_shared_memory(reinterpret_cast<const void*>(kernel), smem_max, "mmvq (int8)");  // once, for any warps
   launch_int8_prologue<Traits, Act>(a, stream);
   launch_programmatic<kernel>(config.blocks, config.threads, config.shared_bytes, stream, "mmvq (int8)", a);
+}
+
+// The pairs mode (MmvqPairs: the MoE vector projection of one-token pairs) on a grid of pairs x
+// row tiles, flattened in x (checked by the caller to fit 2^31 - 1 blocks), with int8_pairs_warps
+// warps per tile. The prologue quantizes a.m rows of bf16 activations.
+template <class Traits>
+void launch_mmvq_int8_pairs(const MmvqArgs& a, cudaStream_t stream) {
+  using Tl = MmvqInt8Tiling<Traits, 1>;
+  static_assert(Traits::kI8ScaleElems == 32 || (Traits::kI8Order == I8Order::kContiguous && Tl::kBlocksPerUnit == 1),
+                "16-weight scales: lanes t < 2 must hold the first half of a sub-block of a 256-weight block");
+  constexpr auto plain = &mmvq_int8_kernel<Traits, float, 1, MmvqMode::kPairs>;
+  constexpr auto gated = &mmvq_int8_kernel<Traits, float, 1, MmvqMode::kGatedPairs>;
+  const DeviceLimits& limits = current_device_limits();
+  DeviceFacts device;
+  device.shared_per_block_optin = limits.shared_per_block_optin;
+  device.shared_per_sm = limits.shared_per_sm;
+  device.multiprocessors = limits.sms;
+  const int warps = int8_pairs_warps<Traits>(a.k, device);
+  LOWBIT_CHECK(warps > 0,
+               "moe_vec: one warp's weight ring of the int8 kernel does not fit this device's shared memory");
+  const int smem_max = Tl::smem_bytes(Tl::kPairsMaxWarps) < limits.shared_per_block_optin
+                           ? Tl::smem_bytes(Tl::kPairsMaxWarps)
+                           : limits.shared_per_block_optin;
+  const auto kernel = a.pairs.gated ? gated : plain;
+  configure_shared_memory(reinterpret_cast<const void*>(kernel), smem_max, "moe_vec (int8)");
+  launch_int8_prologue<Traits, __nv_bfloat16>(a, stream);
+  const auto blocks = static_cast<unsigned>(a.pairs.count * pair_tiles(a, a.pairs.gated));
+  if (a.pairs.gated)
+    launch_programmatic<gated>(blocks, 32 * warps, Tl::smem_bytes(warps), stream, "moe_vec (int8, gated)", a);
+  else
+    launch_programmatic<plain>(blocks, 32 * warps, Tl::smem_bytes(warps), stream, "moe_vec (int8)", a);
 }
 
 // Whether mmvq_lane_kernel can read a weight's blocks as aligned words (kWords): rows 4-byte

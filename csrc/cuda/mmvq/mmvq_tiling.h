@@ -65,6 +65,12 @@ struct MmvqInt8Tiling : MmvqTiling<Traits> {
   static constexpr int kSlotBytes = Base::kStageBytes + kActBytes + 256;
   static constexpr int kWarpBytes = kStages * kSlotBytes;
   static constexpr int kMaxWarps = 14;  // __launch_bounds__: two blocks of 448 threads at <= 72 registers
+  // Pairs mode (the MoE vector projection; mmvq_pairs.cuh): its blocks are many (pairs x tiles), so
+  // small blocks (up to 4 warps, each streaming two or more units where K has them) and five per
+  // SM, at <= 96 registers: holding a pair's expert and rows took the instances past 72 (spills at
+  // two blocks of 448 threads, and still at three of 256).
+  static constexpr int kPairsMaxWarps = 4;
+  static constexpr int kPairsBlocksPerSm = 5;
   static constexpr int smem_bytes(int warps) {
     return kTableBytes + (warps * kWarpBytes > warps * 512 ? warps * kWarpBytes : warps * 512);
   }
@@ -107,10 +113,10 @@ inline int shared_per_sm(const DeviceFacts& d) {
 // makespan), then as few warps as reach it, within `budget` bytes of shared memory per block.
 // K = 14336 (56 units) on an H200: 14 warps of 4 units. 0 when not even one warp fits.
 template <class Tl>
-int int8_warps_per_tile(int64_t k, int budget) {
+int int8_warps_per_tile(int64_t k, int budget, int max_warps = Tl::kMaxWarps) {
   const int units = static_cast<int>((k + Tl::kUnitElems - 1) / Tl::kUnitElems);
   int best = 0;
-  for (int w = 1; w <= Tl::kMaxWarps && Tl::smem_bytes(w) <= budget; ++w)
+  for (int w = 1; w <= max_warps && Tl::smem_bytes(w) <= budget; ++w)
     if (best == 0 || (units + w - 1) / w < (units + best - 1) / best) best = w;
   return best;
 }
@@ -122,6 +128,16 @@ int int8_mma_warps(int64_t k, const DeviceFacts& device) {
   using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
   const int warps = int8_warps_per_tile<Tl>(k, shared_per_sm(device) / 2 - 1024);
   return warps >= 4 ? warps : int8_warps_per_tile<Tl>(k, shared_per_block(device));
+}
+
+// Warps per tile of the int8 kernel's pairs mode (one token) for K on this device: kPairsBlocksPerSm
+// blocks per SM where they fit, else one; 0 where not even one warp's ring fits.
+template <class Traits>
+int int8_pairs_warps(int64_t k, const DeviceFacts& device) {
+  using Tl = MmvqInt8Tiling<Traits, 1>;
+  const int warps =
+      int8_warps_per_tile<Tl>(k, shared_per_sm(device) / Tl::kPairsBlocksPerSm - 1024, Tl::kPairsMaxWarps);
+  return warps > 0 ? warps : int8_warps_per_tile<Tl>(k, shared_per_block(device), Tl::kPairsMaxWarps);
 }
 
 // The lane kernel's grid for N x K and kTokens tokens on this device: one block per SM (fewer

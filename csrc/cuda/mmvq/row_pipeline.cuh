@@ -16,6 +16,17 @@
 
 namespace lowbit::cuda_detail {
 
+// The 16 weight rows of a tile: rows 0..7 are lo .. lo + 7, rows 8..15 are hi .. hi + 7, and a row
+// exists below its half's end. A dense tile is 16 consecutive rows (hi = lo + 8, both ends N); a
+// gated MoE tile pairs 8 gate rows with their 8 up rows (hi = lo + n', ends n' and 2n'), so that
+// lane (g, t) of the mma holds gate row g and its up row in one C fragment.
+struct TileRows {
+  int64_t lo, hi, lo_end, hi_end;
+  __device__ __forceinline__ static TileRows dense(int64_t row0, int64_t n) { return {row0, row0 + 8, n, n}; }
+  __device__ __forceinline__ int64_t row(int r) const { return r < 8 ? lo + r : hi + (r - 8); }
+  __device__ __forceinline__ bool exists(int r) const { return r < 8 ? lo + r < lo_end : hi + (r - 8) < hi_end; }
+};
+
 // Copies units of a warp's 16 rows into its ring stages with cp.async, 16-byte copies of the
 // aligned span around each row's unit (the bytes before or after the unit belong to the tensor:
 // neighbouring units or rows). Where the tile's rows all exist, share one alignment (row stride a
@@ -23,9 +34,7 @@ namespace lowbit::cuda_detail {
 // of 2 or 4 rows, so that it touches few cache lines (lanes spread over 16 rows made each copy
 // about seven times as many shared-memory wavefronts as a contiguous one). Elsewhere lanes 2r and
 // 2r + 1 copy row r's pieces, byte by byte past the tensor's very end; rows past N are zero-filled.
-// kSplitHalves (the grouped MMQ's gated tiles): rows 8..15 of the tile lie `upper_gap` rows further
-// on (a warp's 8 gate rows and their 8 up rows), so that the wgmma fragment holds both of an output.
-template <class Tl, bool kSplitHalves = false>
+template <class Tl>
 struct RowStager {
   static constexpr int kLanesPerRow = Tl::kChunks <= 8 ? 8 : 16;
   static constexpr int kRowsPerCopy = 32 / kLanesPerRow;
@@ -35,26 +44,23 @@ struct RowStager {
   const uint8_t* tile;  // the tile's first row
   const uint8_t* w_end;
   int64_t row_bytes, stride;
+  int64_t hi_gap;    // bytes rows 8..15 lie further than 16 consecutive rows would (0 for a dense tile)
   int64_t lane_src;  // this lane's first piece relative to the aligned span of row 0
   int lane_dst, lane_chunk;
   bool whole_tile;  // all 16 rows exist and share one alignment
   int r, half;
-  int64_t upper_gap_rows;  // kSplitHalves only
 
-  // The tile's row i (0..15) as a row of the tensor.
-  __device__ __forceinline__ int64_t tile_row(int64_t row0, int i) const {
-    if constexpr (kSplitHalves) return row0 + i + (i >= 8 ? upper_gap_rows : 0);
-    return row0 + i;
-  }
+  __device__ __forceinline__ RowStager(const MmvqArgs& a, int64_t row0, int64_t row_bytes_, int lane)
+      : RowStager(a, TileRows::dense(row0, a.n), row_bytes_, lane) {}
 
-  __device__ __forceinline__ RowStager(const MmvqArgs& a, int64_t row0, int64_t row_bytes_, int lane,
-                                       int64_t upper_gap = 0)
-      : row_bytes(row_bytes_), stride(a.w_row_stride), r(lane >> 1), half(lane & 1), upper_gap_rows(upper_gap) {
+  __device__ __forceinline__ RowStager(const MmvqArgs& a, const TileRows& rows, int64_t row_bytes_, int lane)
+      : row_bytes(row_bytes_), stride(a.w_row_stride), r(lane >> 1), half(lane & 1) {
+    static_assert(Tl::kRows == 16 && 8 % kRowsPerCopy == 0, "a copy's rows lie in one half of the tile");
     w_end = a.w + (a.n - 1) * a.w_row_stride + row_bytes;
-    const int64_t mine = tile_row(row0, r);
-    row = mine < a.n ? a.w + mine * a.w_row_stride : nullptr;
-    tile = a.w + row0 * a.w_row_stride;
-    whole_tile = tile_row(row0, Tl::kRows - 1) < a.n && a.w_row_stride % 16 == 0;
+    row = rows.exists(r) ? a.w + rows.row(r) * a.w_row_stride : nullptr;
+    tile = a.w + rows.lo * a.w_row_stride;
+    hi_gap = (rows.hi - rows.lo - 8) * a.w_row_stride;
+    whole_tile = rows.exists(7) && rows.exists(15) && a.w_row_stride % 16 == 0;
     const int copy_row = lane / kLanesPerRow;
     lane_chunk = lane % kLanesPerRow;
     lane_src = copy_row * stride + 16 * lane_chunk;
@@ -72,17 +78,17 @@ struct RowStager {
     if (whole_tile) {
       const uint8_t* base =
           reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(tile + start) & ~uintptr_t{15});
-      if (base + (tile_row(0, Tl::kRows - 1)) * stride + Tl::kSpanBytes <= w_end) {
+      if (base + (Tl::kRows - 1) * stride + hi_gap + Tl::kSpanBytes <= w_end) {
         const uint8_t* src = base + lane_src;
         uint8_t* dst = stage_base + lane_dst;
-        static_assert(!kSplitHalves || 8 % kRowsPerCopy == 0, "one copy never spans the two halves");
 #pragma unroll
         for (int i = 0; i < Tl::kRows / kRowsPerCopy; ++i)
 #pragma unroll
           for (int j = 0; j < kCopiesPerRow; ++j)
             if (lane_chunk + j * kLanesPerRow < Tl::kChunks)
-              cp_async_16(dst + (i * kRowsPerCopy) * Tl::kSpanBytes + 16 * j * kLanesPerRow,
-                          src + tile_row(0, i * kRowsPerCopy) * stride + 16 * j * kLanesPerRow, 16);
+              cp_async_16(
+                  dst + (i * kRowsPerCopy) * Tl::kSpanBytes + 16 * j * kLanesPerRow,
+                  src + (i * kRowsPerCopy) * stride + (i * kRowsPerCopy >= 8 ? hi_gap : 0) + 16 * j * kLanesPerRow, 16);
         return;
       }
     }

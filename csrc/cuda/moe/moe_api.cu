@@ -7,6 +7,7 @@
 #include "cuda/api/api_support.h"
 #include "cuda/common/launch.h"
 #include "cuda/mmq/mmq_grouped_launch.h"
+#include "cuda/mmvq/mmvq_pairs.cuh"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/moe_routing_launch.h"
 #include "lowbit/cuda_mmq.h"
@@ -112,9 +113,11 @@ bool grouped_mmq_runs(int block_size) {
   return cuda_detail::moe_grouped_mmq_block(block_size) && mmq_available();
 }
 
-void check_vec_grid(int64_t pairs, int64_t n, bool gated) {
-  const int64_t per_block =
-      gated ? cuda_detail::kMoeVecWarps : cuda_detail::kMoeVecWarps * cuda_detail::kMoeVecRowsPerWarp;
+// Outputs per block of the vector path for type t: the int8 MMVQ's pairs tile, or the float kernel's.
+void check_vec_grid(QuantType t, int64_t pairs, int64_t n, bool gated) {
+  const int64_t per_block = moe_vec_int8(t) ? cuda_detail::pair_tile_outputs(gated)
+                            : gated         ? cuda_detail::kMoeVecWarps
+                                            : cuda_detail::kMoeVecWarps * cuda_detail::kMoeVecRowsPerWarp;
   LOWBIT_CHECK(pairs * ((n + per_block - 1) / per_block) <= kMaxGridX, "topk_ids: ", pairs, " pairs x ", n,
                " outputs exceed the vector kernel's grid; use the batched kernel");
 }
@@ -170,12 +173,24 @@ void moe_align(ExpertIds ids, int64_t pairs, int64_t experts, int64_t begin, int
                                 out.block_experts, out.blocks, out.num_padded, out.pair_slots, stream);
 }
 
-void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, cudaStream_t stream) {
+size_t moe_vec_workspace_bytes(const MoeProjection& proj) {
+  LOWBIT_CHECK(proj.pairs >= 0 && proj.x_pair_divisor >= 1, "topk_ids: pairs (", proj.pairs,
+               ") must be >= 0 and x_pair_divisor (", proj.x_pair_divisor, ") >= 1");
+  return moe_vec_activation_bytes(proj.type, (proj.pairs + proj.x_pair_divisor - 1) / proj.x_pair_divisor, proj.k);
+}
+
+void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, void* workspace, size_t workspace_bytes,
+             cudaStream_t stream) {
   check_projection(proj, proj.n, "moe_vec");
   LOWBIT_CHECK(proj.pairs == 0 || pair_experts != nullptr, "pair_experts: pointer is null");
-  check_vec_grid(proj.pairs, proj.n, false);
+  check_vec_grid(proj.type, proj.pairs, proj.n, false);
+  const size_t need = moe_vec_workspace_bytes(proj);
+  LOWBIT_CHECK(need == 0 || (workspace != nullptr && workspace_bytes >= need && aligned(workspace, 16)),
+               "workspace: ", workspace_bytes, " bytes; moe_vec needs ", need,
+               " (moe_vec_workspace_bytes), 16-byte aligned");
   cuda_detail::MoeProjArgs a = proj_args(proj, false, Activation::kSiLU);
   a.pair_experts = pair_experts;
+  a.int8_activations = static_cast<uint8_t*>(workspace);
   launch_projection(proj.type, a, false, stream);
 }
 
@@ -250,8 +265,8 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
     check_batched_grid(plan.sorted_capacity, I, true, plan.block_size);
     check_batched_grid(plan.sorted_capacity, H, false, plan.block_size);
   } else {
-    check_vec_grid(pairs, I, true);
-    check_vec_grid(pairs, H, false);
+    check_vec_grid(layer.w13_type, pairs, I, true);
+    check_vec_grid(layer.w2_type, pairs, H, false);
   }
   if (tokens == 0) return;
 
@@ -289,6 +304,8 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
   a13.out = gated;
   MoeProjection dn{layer.w2_type, layer.w2, E, H, I, gated, I, 1, pairs, down, H};
   cuda_detail::MoeProjArgs a2 = proj_args(dn, false, layer.activation);
+  a13.int8_activations = base + L.x_int8;
+  a2.int8_activations = base + L.gated_int8;
   for (cuda_detail::MoeProjArgs* a : {&a13, &a2}) {
     a->pair_experts = pair_experts;
     a->sorted_pairs = routing.sorted_pairs;

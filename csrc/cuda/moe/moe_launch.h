@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "cuda/common/activation.cuh"
 #include "lowbit/cpu.h"
 #include "lowbit/quant_type.h"
 
@@ -34,13 +35,17 @@ struct MoeProjArgs {
   const int32_t* block_experts;
   const int32_t* num_padded;
   int block_size;  // batched kernels: sorted rows per routing block
-  void* out;       // float32, or bf16 bits when gated
+  // vector kernel of a type with an int8 form: the activations quantized to int8
+  // (moe_vec_activation_bytes for ceil(pairs / x_pair_divisor) rows)
+  uint8_t* int8_activations;
+  void* out;  // float32, or bf16 bits when gated
   int64_t out_row_stride;
   bool gated;
   Activation activation;
 };
 
-// The vector kernel's outputs per block (plain; gated takes half as many).
+// The float32 vector kernel's outputs per block (plain; gated takes half as many): the weight types
+// without an int8 form (the others run the int8 MMVQ's pairs mode, mmvq/mmvq_pairs.cuh).
 inline constexpr int kMoeVecWarps = 4;
 inline constexpr int kMoeVecRowsPerWarp = 2;
 // The batched kernel's tile: kMoeTileM sorted rows (the routing's block) x kMoeTileN weight rows.
@@ -62,18 +67,5 @@ void launch_moe_batched(const MoeProjArgs& a, cudaStream_t stream);
 #define LOWBIT_INSTANTIATE_MOE_KERNELS(Name)                                       \
   template void launch_moe_vec<QuantType::Name>(const MoeProjArgs&, cudaStream_t); \
   template void launch_moe_batched<QuantType::Name>(const MoeProjArgs&, cudaStream_t);
-
-// The activation the gated projections apply (cpu::activate's definitions in float).
-__device__ __forceinline__ float moe_activate(Activation a, float v) {
-  switch (a) {
-    case Activation::kSiLU:
-      return v / (1.0f + expf(-v));
-    case Activation::kGELU:
-      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    case Activation::kGELUTanh:
-      return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-  }
-  return v;
-}
 
 }  // namespace lowbit::cuda_detail

@@ -1,13 +1,17 @@
-// The MoE vector kernel (few tokens): one block per (pair, tile of outputs); each warp takes two
-// weight rows of the pair's expert (two outputs, or the gate and up rows of one gated output),
-// its lanes stride over the row's groups of eight weights, decode them exactly and multiply with
-// the pair's bf16 activations in float32; a warp reduction gives each dot product.
+// The MoE vector projection (few tokens). Weight types with an int8 form run the int8 MMVQ in its
+// pairs mode (mmvq/int8_kernel.cuh, mmvq_pairs.cuh): the activations quantized to int8 per 32
+// values by its prologue, weights decoded to int8 codes, m16n8k32 int8 mma over a cp.async ring.
+// The others (MXFP8) run the float32 kernel here: one block per (pair, tile of outputs); each warp
+// takes two weight rows of the pair's expert (two outputs, or the gate and up rows of one gated
+// output), its lanes stride over the row's groups of eight weights, decode them exactly and
+// multiply with the pair's bf16 activations in float32; a warp reduction gives each dot product.
 #pragma once
 
 #include <cuda_bf16.h>
 
 #include "cuda/common/device_codebooks.cuh"
 #include "cuda/common/launch.h"
+#include "cuda/mmvq/mmvq_launch.cuh"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/moe_weight_rows.cuh"
 
@@ -84,13 +88,46 @@ __global__ void __launch_bounds__(kMoeVecThreads) moe_vec_kernel(MoeProjArgs a) 
   }
 }
 
+// The projection as the int8 MMVQ's pairs mode; a.int8_activations holds the prologue's output.
+template <class Traits>
+void launch_moe_vec_int8(const MoeProjArgs& a, cudaStream_t stream) {
+  const int64_t rows = (a.pairs + a.x_pair_divisor - 1) / a.x_pair_divisor;
+  MmvqArgs m{};
+  m.w = a.w;
+  m.w_row_stride = a.w_row_stride;
+  m.scales = a.scales;
+  m.scale_row_stride = a.scale_row_stride;
+  m.n = a.gated ? 2 * a.n : a.n;
+  m.k = a.k;
+  m.x = a.x;
+  m.x_row_stride = a.x_row_stride;
+  m.m = static_cast<int>(rows);
+  m.y = a.out;
+  m.y_row_stride = a.out_row_stride;
+  m.xs = reinterpret_cast<const float*>(a.int8_activations);
+  m.xq = a.int8_activations + (rows + 7) / 8 * int8_scale_chunk_floats(a.k) * 4;
+  m.pairs.experts = a.pair_experts;
+  m.pairs.count = a.pairs;
+  m.pairs.num_experts = a.experts;
+  m.pairs.w_expert_stride = a.w_expert_stride;
+  m.pairs.scale_expert_stride = a.scale_expert_stride;
+  m.pairs.x_pair_divisor = a.x_pair_divisor;
+  m.pairs.gated = a.gated;
+  m.pairs.activation = a.activation;
+  launch_mmvq_int8_pairs<Traits>(m, stream);
+}
+
 template <QuantType T>
 void launch_moe_vec(const MoeProjArgs& a, cudaStream_t stream) {
   if (a.pairs == 0 || a.n == 0) return;
-  const int64_t per_block = moe_vec_outputs_per_block(a.gated);
-  const int64_t blocks = a.pairs * ((a.n + per_block - 1) / per_block);
-  moe_vec_kernel<FormatTraits<T>><<<static_cast<unsigned>(blocks), kMoeVecThreads, 0, stream>>>(a);
-  check_launch("moe_vec");
+  if constexpr (HasInt8<FormatTraits<T>>::value) {
+    launch_moe_vec_int8<FormatTraits<T>>(a, stream);
+  } else {
+    const int64_t per_block = moe_vec_outputs_per_block(a.gated);
+    const int64_t blocks = a.pairs * ((a.n + per_block - 1) / per_block);
+    moe_vec_kernel<FormatTraits<T>><<<static_cast<unsigned>(blocks), kMoeVecThreads, 0, stream>>>(a);
+    check_launch("moe_vec");
+  }
 }
 
 }  // namespace lowbit::cuda_detail
