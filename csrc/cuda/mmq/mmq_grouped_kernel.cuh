@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
   src.rows = kGated ? TileRows{out0, a.n + out0, a.n, 2 * a.n} : TileRows::dense(out0, a.n);
   const auto act_row = [&](int r) -> int64_t { return x_rows[r]; };
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens>(src, act_row, xp, k_pad, 0, static_cast<int>(k_pad / kMmqUnitElems), smem, acc);
+  mmq_mainloop<Traits, kTokens, kGated>(src, act_row, xp, k_pad, 0, static_cast<int>(k_pad / kMmqUnitElems), smem, acc);
 
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) {

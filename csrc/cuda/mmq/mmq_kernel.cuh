@@ -89,7 +89,7 @@ struct MmqTileSource {
 // units [u_begin, u_end) into acc, in the wgmma accumulator layout (wgmma.cuh). `smem` is the
 // 1024-aligned dynamic shared memory of MmqTiling<Traits, kTokens> (codebook, then the ring).
 // Every thread of the block calls it (it synchronizes the block).
-template <class Traits, int kTokens, class ActRow>
+template <class Traits, int kTokens, bool kSplitRows, class ActRow>
 __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& act_row, const __nv_bfloat16* xp,
                                              int64_t k_pad, int u_begin, int u_end, uint8_t* smem,
                                              float (&acc)[kTokens / 2]) {
@@ -103,7 +103,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   const MmvqArgs& wa = src.w;
   const int64_t k = wa.k;
   const int64_t row_bytes = k / Traits::kBlockElems * Traits::kBlockBytes;
-  const RowStager<Rows> stager(wa, src.rows, row_bytes, lane);
+  const RowStager<Rows, kSplitRows> stager(wa, src.rows, row_bytes, lane);
 
   // T rows of 512 bytes in 16-byte pieces; piece (r, c) lands in slice c / 8 at row r, its
   // 16-byte column c % 8 swizzled by r % 8. Warp w copies rows w + 8i (i < T / 8), lane c piece c
@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
   src.rows = TileRows::dense(row0, a.n);
   const auto act_row = [&](int r) -> int64_t { return m0 + r < a.m ? m0 + r : -1; };
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens>(src, act_row, reinterpret_cast<const __nv_bfloat16*>(a.workspace), k_pad, u_begin,
+  mmq_mainloop<Traits, kTokens, false>(src, act_row, reinterpret_cast<const __nv_bfloat16*>(a.workspace), k_pad, u_begin,
                                 u_end, smem, acc);
 
   float* const partial = splits > 1 ? reinterpret_cast<float*>(a.workspace + a.m * k_pad * 2) : nullptr;

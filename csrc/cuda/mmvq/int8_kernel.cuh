@@ -24,6 +24,8 @@
 // instructions for the bf16 render: the bf16 kernel was bound by instruction issue (NOTES.md).
 #pragma once
 
+#include <type_traits>
+
 #include "cuda/common/device_codebooks.cuh"
 #include "cuda/common/int8_activations.cuh"
 #include "cuda/common/ptx.cuh"
@@ -36,7 +38,7 @@ template <class Traits, class Act, int kMaxTokens, MmvqMode kMode = MmvqMode::kD
 __global__ void __launch_bounds__(32 * (kMode != MmvqMode::kDense ? MmvqInt8Tiling<Traits, kMaxTokens>::kPairsMaxWarps
                                                                   : MmvqInt8Tiling<Traits, kMaxTokens>::kMaxWarps),
                                   kMode != MmvqMode::kDense ? MmvqInt8Tiling<Traits, kMaxTokens>::kPairsBlocksPerSm : 2)
-    mmvq_int8_kernel(MmvqArgs a) {
+    mmvq_int8_kernel(std::conditional_t<kMode == MmvqMode::kDense, MmvqArgs, MmvqPairArgs> a) {
   using Tl = MmvqInt8Tiling<Traits, kMaxTokens>;
   constexpr bool kPairs = kMode != MmvqMode::kDense, kGated = kMode == MmvqMode::kGatedPairs;
   static_assert(!kPairs || kMaxTokens == 1, "a pair is one token");
@@ -57,7 +59,7 @@ __global__ void __launch_bounds__(32 * (kMode != MmvqMode::kDense ? MmvqInt8Tili
   const int u_end = (warp + 1) * units / warps;
   uint8_t* const ring = staging + warp * Tl::kWarpBytes;
 
-  const RowStager<Tl> stager(a, rows, row_bytes, lane);
+  const RowStager<Tl, kGated> stager(a, rows, row_bytes, lane);
   // A unit's weights, then its activation codes (16-byte pieces of each token's 256) and scales
   // (16 pieces); one cp.async group.
   auto stage_activations = [&](int u, int slot) {

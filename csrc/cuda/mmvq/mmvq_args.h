@@ -50,7 +50,12 @@ struct MmvqArgs {
   // (int8_activation_layout.h)
   const uint8_t* xq = nullptr;  // [M][K] int8, each 32-weight run in the format's I8Order
   const float* xs = nullptr;    // [ceil(M / 8)][K / 32][8] scales, zero for rows >= M
-  MmvqPairs pairs;              // the MoE vector projection; dense when pairs.experts is null
+};
+
+// The pairs mode's arguments. Apart from MmvqArgs, not a member of it: a larger parameter struct
+// costs the dense kernels registers (the bf16 MMVQ at two tokens spilled 20-60 bytes with it).
+struct MmvqPairArgs : MmvqArgs {
+  MmvqPairs pairs;
 };
 
 // Runs the pass `config` (plan_mmvq_pass for these arguments on this device) describes.

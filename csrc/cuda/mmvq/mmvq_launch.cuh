@@ -44,7 +44,7 @@ void launch_mmvq_int8_as(const MmvqArgs& a, const MmvqConfig& config, cudaStream
 // row tiles, flattened in x (checked by the caller to fit 2^31 - 1 blocks), with int8_pairs_warps
 // warps per tile. The prologue quantizes a.m rows of bf16 activations.
 template <class Traits>
-void launch_mmvq_int8_pairs(const MmvqArgs& a, cudaStream_t stream) {
+void launch_mmvq_int8_pairs(const MmvqPairArgs& a, cudaStream_t stream) {
   using Tl = MmvqInt8Tiling<Traits, 1>;
   static_assert(Traits::kI8ScaleElems == 32 || (Traits::kI8Order == I8Order::kContiguous && Tl::kBlocksPerUnit == 1),
                 "16-weight scales: lanes t < 2 must hold the first half of a sub-block of a 256-weight block");

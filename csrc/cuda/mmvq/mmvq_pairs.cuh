@@ -48,7 +48,7 @@ __device__ __forceinline__ void point_at_pair_output(MmvqArgs& a) {
 // (The gated form is a template argument: its row map then derives from N alone, and the
 // instances stay within their registers.)
 template <bool kGated>
-__device__ __forceinline__ bool enter_pair(MmvqArgs& a, TileRows& rows, int& x_row) {
+__device__ __forceinline__ bool enter_pair(MmvqPairArgs& a, TileRows& rows, int& x_row) {
   const uint32_t pair = block_pair<kGated>(a);
   const int64_t j0 = static_cast<int64_t>(blockIdx.x - pair * static_cast<uint32_t>(pair_tiles(a, kGated))) *
                      pair_tile_outputs(kGated);
@@ -77,7 +77,7 @@ __device__ __forceinline__ bool enter_pair(MmvqArgs& a, TileRows& rows, int& x_r
 
 // reduce_and_store for a gated tile of one token: the warps' sums of gate row g (C element 0 of
 // lane 4g) and up row g (element 2) in a fixed order, then bf16 act(gate) * up for output lo + g.
-__device__ __forceinline__ void reduce_and_store_gated(const MmvqArgs& a, float* partial, const float (&acc)[1][4],
+__device__ __forceinline__ void reduce_and_store_gated(const MmvqPairArgs& a, float* partial, const float (&acc)[1][4],
                                                        const TileRows& rows, int warp, int lane) {
   const int warps = static_cast<int>(blockDim.x >> 5);
 #pragma unroll

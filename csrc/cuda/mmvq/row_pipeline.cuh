@@ -34,7 +34,10 @@ struct TileRows {
 // of 2 or 4 rows, so that it touches few cache lines (lanes spread over 16 rows made each copy
 // about seven times as many shared-memory wavefronts as a contiguous one). Elsewhere lanes 2r and
 // 2r + 1 copy row r's pieces, byte by byte past the tensor's very end; rows past N are zero-filled.
-template <class Tl>
+// kSplitRows: the tile's two halves may lie apart (TileRows of a gated tile); without it the tile
+// is 16 consecutive rows from rows.lo and the code is that of the dense kernels, whose register
+// budget has no room for the gap's arithmetic (their spills grew when it was computed at run time).
+template <class Tl, bool kSplitRows = false>
 struct RowStager {
   static constexpr int kLanesPerRow = Tl::kChunks <= 8 ? 8 : 16;
   static constexpr int kRowsPerCopy = 32 / kLanesPerRow;
@@ -44,7 +47,7 @@ struct RowStager {
   const uint8_t* tile;  // the tile's first row
   const uint8_t* w_end;
   int64_t row_bytes, stride;
-  int64_t hi_gap;    // bytes rows 8..15 lie further than 16 consecutive rows would (0 for a dense tile)
+  int64_t hi_gap;    // kSplitRows: bytes rows 8..15 lie further than 16 consecutive rows would
   int64_t lane_src;  // this lane's first piece relative to the aligned span of row 0
   int lane_dst, lane_chunk;
   bool whole_tile;  // all 16 rows exist and share one alignment
@@ -57,10 +60,16 @@ struct RowStager {
       : row_bytes(row_bytes_), stride(a.w_row_stride), r(lane >> 1), half(lane & 1) {
     static_assert(Tl::kRows == 16 && 8 % kRowsPerCopy == 0, "a copy's rows lie in one half of the tile");
     w_end = a.w + (a.n - 1) * a.w_row_stride + row_bytes;
-    row = rows.exists(r) ? a.w + rows.row(r) * a.w_row_stride : nullptr;
     tile = a.w + rows.lo * a.w_row_stride;
-    hi_gap = (rows.hi - rows.lo - 8) * a.w_row_stride;
-    whole_tile = rows.exists(7) && rows.exists(15) && a.w_row_stride % 16 == 0;
+    if constexpr (kSplitRows) {
+      row = rows.exists(r) ? a.w + rows.row(r) * a.w_row_stride : nullptr;
+      hi_gap = (rows.hi - rows.lo - 8) * a.w_row_stride;
+      whole_tile = rows.exists(7) && rows.exists(15) && a.w_row_stride % 16 == 0;
+    } else {
+      row = rows.lo + r < a.n ? a.w + (rows.lo + r) * a.w_row_stride : nullptr;
+      hi_gap = 0;
+      whole_tile = rows.lo + Tl::kRows <= a.n && a.w_row_stride % 16 == 0;
+    }
     const int copy_row = lane / kLanesPerRow;
     lane_chunk = lane % kLanesPerRow;
     lane_src = copy_row * stride + 16 * lane_chunk;

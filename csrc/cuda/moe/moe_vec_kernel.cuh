@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(kMoeVecThreads) moe_vec_kernel(MoeProjArgs a) 
 template <class Traits>
 void launch_moe_vec_int8(const MoeProjArgs& a, cudaStream_t stream) {
   const int64_t rows = (a.pairs + a.x_pair_divisor - 1) / a.x_pair_divisor;
-  MmvqArgs m{};
+  MmvqPairArgs m{};
   m.w = a.w;
   m.w_row_stride = a.w_row_stride;
   m.scales = a.scales;
