@@ -76,7 +76,7 @@ inline constexpr MmvqLimitRow kMmvqLimitRows[] = {
 };
 
 inline constexpr Provenance kMmq20261201{"H200", "686ba1c", "2026-12-01"};
-inline constexpr Provenance kMoe20261201{"H200", "b6b267f", "2026-12-01"};
+inline constexpr Provenance kMoe20261201{"H200", "ff1a06e", "2026-12-01"};
 
 // MMQ against MMVQ and dequantize + cuBLAS, N=4096 K=14336, the nine I-quants: MMVQ ahead up to 16
 // tokens, MMQ from 17 to 128, cuBLAS from 512; 129 to 511 not measured, cuBLAS keeps them
@@ -85,10 +85,12 @@ inline constexpr MmqRangeRow kMmqRangeRows[] = {
     {9, 17, 128, &kMmq20261201},
 };
 
-// One MoE projection over E=128, top-8, N=768, K=2048 (iq2_xxs, iq3_s, iq4_xs): the vector kernel
-// ahead at 32 tokens, the batched one at 128 (NOTES.md, "MoE on the GPU").
+// The int8 vector path against the grouped MMQ (moe_proj E=128, top-8, N=768, K=2048 for iq2_xxs,
+// iq3_s, iq4_xs; moe_layer Qwen3-30B-A3B and DeepSeek-like): the vector kernel ahead at 8 tokens
+// everywhere, the batched one ahead or tied at 32 (1-36%; the DeepSeek-like layer 1% behind), 16
+// not measured (NOTES.md, "MoE on the GPU").
 inline constexpr MoeVectorLimitRow kMoeVectorLimitRows[] = {
-    {9, 32, &kMoe20261201},
+    {9, 16, &kMoe20261201},
 };
 
 }  // namespace lowbit::tuning::sm90
