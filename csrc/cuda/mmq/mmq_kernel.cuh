@@ -257,8 +257,8 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
   src.rows = TileRows::dense(row0, a.n);
   const auto act_row = [&](int r) -> int64_t { return m0 + r < a.m ? m0 + r : -1; };
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens, false>(src, act_row, reinterpret_cast<const __nv_bfloat16*>(a.workspace), k_pad, u_begin,
-                                u_end, smem, acc);
+  mmq_mainloop<Traits, kTokens, false>(src, act_row, reinterpret_cast<const __nv_bfloat16*>(a.workspace), k_pad,
+                                       u_begin, u_end, smem, acc);
 
   float* const partial = splits > 1 ? reinterpret_cast<float*>(a.workspace + a.m * k_pad * 2) : nullptr;
 #pragma unroll
