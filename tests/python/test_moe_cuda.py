@@ -20,6 +20,8 @@ arithmetic within MOE_VEC_EXACT_BOUND (float32 sums, as the dense int8 MMVQ's 2e
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import lowbit
 import numpy as np
 import pytest
@@ -37,6 +39,26 @@ pytestmark = [
 EMULATED_BOUND = 2e-3
 MOE_VEC_EXACT_BOUND = 2e-5
 KERNELS = ("moe_vec", "moe_batched")
+
+
+def graph_equal_to_eager(run: Callable[[], torch.Tensor]) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+    """Runs `run` eagerly twice (the outputs must be equal: deterministic), warms it up on a side
+    stream, captures it in a CUDA graph and replays that once; asserts the replay's output equals
+    the eager one and returns the graph with its output tensor (for replays on new data)."""
+    eager = run()
+    assert torch.equal(run(), eager), "two eager runs differ"
+    side = torch.cuda.Stream(device=dev())
+    side.wait_stream(torch.cuda.current_stream(dev()))
+    with torch.cuda.stream(side):
+        run()  # warm up on the capturing stream
+    torch.cuda.current_stream(dev()).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = run()
+    graph.replay()
+    torch.cuda.synchronize(dev())
+    assert torch.equal(captured, eager)
+    return graph, captured
 
 
 def dev() -> torch.device:
@@ -282,19 +304,7 @@ def test_graph_replay_equals_eager_and_runs_are_deterministic(kernel, rng: np.ra
     def run() -> torch.Tensor:
         return moe_layer(x, w13, w2, weights, ids, w13_type=t13, w2_type=t2, route=kernel)
 
-    eager = run()
-    assert torch.equal(run(), eager), "two eager runs differ"
-    side = torch.cuda.Stream(device=dev())
-    side.wait_stream(torch.cuda.current_stream(dev()))
-    with torch.cuda.stream(side):
-        run()  # warm up on the capturing stream
-    torch.cuda.current_stream(dev()).wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = run()
-    graph.replay()
-    torch.cuda.synchronize(dev())
-    assert torch.equal(captured, eager)
+    graph, captured = graph_equal_to_eager(run)
     # new routing and activations through the same graph: the routing is data, not shape
     new_weights, new_ids = routing(rng, tokens, experts, top_k, "skewed")
     x.copy_(torch.randn_like(x))
@@ -424,19 +434,7 @@ def test_batched_projection_graph_replay_and_determinism() -> None:
     def run() -> torch.Tensor:
         return moe_batched(x, w, q, moe_align(ids, experts, block), top_k, tokens * top_k)
 
-    eager = run()
-    assert torch.equal(run(), eager), "two eager runs differ"
-    side = torch.cuda.Stream(device=dev())
-    side.wait_stream(torch.cuda.current_stream(dev()))
-    with torch.cuda.stream(side):
-        run()
-    torch.cuda.current_stream(dev()).wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = run()
-    graph.replay()
-    torch.cuda.synchronize(dev())
-    assert torch.equal(captured, eager)
+    graph, captured = graph_equal_to_eager(run)
     _, new_ids = routing(rng, tokens, experts, top_k, "skewed")
     ids.copy_(new_ids)
     x.copy_(torch.randn_like(x))
