@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-moe|bench|bench-mmq|bench-moe|ab|ncu|
+#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-moe|bench|bench-mmq|bench-moe|ab|ncu|pack|
 #   gbench|gdb ...]
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
@@ -123,6 +123,12 @@ for step in "${steps[@]}"; do
             "$OUT/ncu-$kernel-$t-m$m.txt" | head -8
         done
       done ;;
+    pack)
+      # few files come back from the GPU machine: the CSVs and summaries stay, the rest (logs, JUnit
+      # files, measured errors) goes into one archive
+      ( cd "$OUT" && rest=$(ls | grep -vE '\.csv$|summary|^logs\.tgz$') &&
+          { [ -z "$rest" ] || tar czf logs.tgz --remove-files $rest; } )
+      echo "pack: $(ls "$OUT" | tr '\n' ' ')" ;;
     gbench)
       build-dev/lowbit_bench_cuda --benchmark_min_time=0.05s --benchmark_out="$OUT/gbench.json" > "$OUT/gbench.log" 2>&1
       echo "gbench rc=$?"; grep -E "cuda_(dequantize|mmvq)" "$OUT/gbench.log" | head -50 ;;
