@@ -129,7 +129,7 @@ void run_mmvq_pass(QuantType t, const WeightView& w, int64_t n, int64_t k, const
                              y_row_stride};
   if (config.workspace_bytes > 0) {
     args.xs = static_cast<const float*>(workspace);
-    args.xq = static_cast<const uint8_t*>(workspace) + k;
+    args.xq = static_cast<const uint8_t*>(workspace) + cuda_detail::int8_scale_bytes(config.tokens, k);
   }
   visit_weight_type(
       t, [&](auto traits) { cuda_detail::launch_mmvq<decltype(traits)::kType>(args, x_type, config, stream); });

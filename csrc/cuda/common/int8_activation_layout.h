@@ -14,9 +14,14 @@ constexpr int64_t int8_scale_chunk_floats(int64_t k) {
   return k / 4;
 }
 
+// Bytes of the scales of M rows: where the codes start.
+constexpr int64_t int8_scale_bytes(int64_t m, int64_t k) {
+  return (m + 7) / 8 * int8_scale_chunk_floats(k) * 4;
+}
+
 // Bytes of the prologue's output for M rows: ceil(M/8) chunks of scales, then the codes.
 constexpr int64_t int8_activation_bytes(int64_t m, int64_t k) {
-  return (m + 7) / 8 * int8_scale_chunk_floats(k) * 4 + m * k;
+  return int8_scale_bytes(m, k) + m * k;
 }
 
 }  // namespace lowbit::cuda_detail

@@ -124,22 +124,8 @@ void launch_moe_grouped_mmq(const MoeProjArgs& a, uint8_t* workspace, cudaStream
   permute.workspace = workspace;
   launch_mmq_permute(permute, k_pad, stream);
   const auto* xp = reinterpret_cast<const __nv_bfloat16*>(workspace);
-  switch (a.block_size) {
-    case 16:
-      launch_grouped<Traits, 16>(a, xp, k_pad, stream);
-      break;
-    case 32:
-      launch_grouped<Traits, 32>(a, xp, k_pad, stream);
-      break;
-    case 64:
-      launch_grouped<Traits, 64>(a, xp, k_pad, stream);
-      break;
-    case 128:
-      launch_grouped<Traits, 128>(a, xp, k_pad, stream);
-      break;
-    default:
-      detail::fail("moe_batched: the grouped MMQ kernel has no token tile of ", a.block_size, " rows");
-  }
+  if (!visit_token_tile(a.block_size, [&](auto tile) { launch_grouped<Traits, tile()>(a, xp, k_pad, stream); }))
+    detail::fail("moe_batched: the grouped MMQ kernel has no token tile of ", a.block_size, " rows");
 }
 
 }  // namespace lowbit::cuda_detail

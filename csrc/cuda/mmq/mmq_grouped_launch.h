@@ -13,8 +13,8 @@
 namespace lowbit::cuda_detail {
 
 // Routing block sizes the grouped kernel has a token tile for (MMQ's tiles).
-inline constexpr bool moe_grouped_mmq_block(int block_size) {
-  return block_size == 16 || block_size == 32 || block_size == 64 || block_size == 128;
+inline bool moe_grouped_mmq_block(int block_size) {
+  return visit_token_tile(block_size, [](auto) {});
 }
 
 // Bytes of its workspace: the x rows a projection reads, bf16 in MMQ's K order ([rows, K rounded up

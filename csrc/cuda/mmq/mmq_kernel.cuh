@@ -322,22 +322,8 @@ void launch_mmq(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
   LOWBIT_CHECK(c.rows_per_tile == 128, "mmq: the kernel's block owns 128 rows, the configuration says ",
                c.rows_per_tile);
   launch_mmq_permute(a, c.k_pad, stream);
-  switch (c.tokens_per_tile) {
-    case 16:
-      launch_mmq_tiles<Traits, 16>(a, c, stream);
-      break;
-    case 32:
-      launch_mmq_tiles<Traits, 32>(a, c, stream);
-      break;
-    case 64:
-      launch_mmq_tiles<Traits, 64>(a, c, stream);
-      break;
-    case 128:
-      launch_mmq_tiles<Traits, 128>(a, c, stream);
-      break;
-    default:
-      detail::fail("mmq: no kernel for ", c.tokens_per_tile, " tokens per tile");
-  }
+  if (!visit_token_tile(c.tokens_per_tile, [&](auto tile) { launch_mmq_tiles<Traits, tile()>(a, c, stream); }))
+    detail::fail("mmq: no kernel for ", c.tokens_per_tile, " tokens per tile");
   if (c.splits > 1) {
     const int64_t total = a.m * a.n;
     const unsigned rblocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 65535 * 16));

@@ -3,6 +3,8 @@
 // blocks a multiprocessor really holds.
 #pragma once
 
+#include <type_traits>
+
 #include "cuda/common/codebook_sizes.h"
 #include "cuda/mmvq/mmvq_tiling.h"
 #include "lowbit/formats/all.h"
@@ -36,24 +38,37 @@ struct MmqTiling {
   static constexpr int kSmemBytes = 1024 + kCodebookBytes + kStages * kStageBytes;
 };
 
+// The token tiles the kernels have instances of: f(std::integral_constant<int, T>{}) for the tile
+// T == tokens; false (f not called) where there is none. The dense and grouped launchers and the
+// planner's occupancy all dispatch through it.
+template <class F>
+bool visit_token_tile(int tokens, F&& f) {
+  switch (tokens) {
+    case 16:
+      f(std::integral_constant<int, 16>{});
+      return true;
+    case 32:
+      f(std::integral_constant<int, 32>{});
+      return true;
+    case 64:
+      f(std::integral_constant<int, 64>{});
+      return true;
+    case 128:
+      f(std::integral_constant<int, 128>{});
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Blocks of the kernel for `tokens`-token tiles of type t that one multiprocessor holds (0 for a
 // tile the kernel has no instance of).
 inline int mmq_blocks_per_sm(QuantType t, int tokens) {
-  return visit_weight_type(t, [&](auto traits) {
-    using Traits = decltype(traits);
-    switch (tokens) {
-      case 16:
-        return MmqTiling<Traits, 16>::kBlocksPerSm;
-      case 32:
-        return MmqTiling<Traits, 32>::kBlocksPerSm;
-      case 64:
-        return MmqTiling<Traits, 64>::kBlocksPerSm;
-      case 128:
-        return MmqTiling<Traits, 128>::kBlocksPerSm;
-      default:
-        return 0;
-    }
+  int blocks = 0;
+  visit_weight_type(t, [&](auto traits) {
+    visit_token_tile(tokens, [&](auto tile) { blocks = MmqTiling<decltype(traits), tile()>::kBlocksPerSm; });
   });
+  return blocks;
 }
 
 }  // namespace lowbit::cuda_detail

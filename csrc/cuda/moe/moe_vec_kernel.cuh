@@ -105,7 +105,7 @@ void launch_moe_vec_int8(const MoeProjArgs& a, cudaStream_t stream) {
   m.y = a.out;
   m.y_row_stride = a.out_row_stride;
   m.xs = reinterpret_cast<const float*>(a.int8_activations);
-  m.xq = a.int8_activations + (rows + 7) / 8 * int8_scale_chunk_floats(a.k) * 4;
+  m.xq = a.int8_activations + int8_scale_bytes(rows, a.k);
   m.pairs.experts = a.pair_experts;
   m.pairs.count = a.pairs;
   m.pairs.num_experts = a.experts;
