@@ -224,7 +224,10 @@ def test_stateless_linear_prepares_once_and_matches_lowbit(npu, trng, qtype) -> 
     y2 = ascend.linear(npu.to(x), data, qtype, scales=scales, bias=bias)
     assert npu.ops() == ["npu_dynamic_mx_quant", "npu_quant_matmul"] and torch.equal(y, y2)  # cached weights
     assert first[-2:] == npu.ops() and len(first) >= 2
-    data.view(torch.uint8)[0, 0] ^= 0x01  # an in-place change of the weight prepares it again
+    # An in-place change of the weight prepares it again. Row 0 takes row 1's codes: a change that
+    # shows in output column 0 whatever bf16 rounds (one flipped low bit of one code may not).
+    codes = data.view(torch.uint8)
+    codes[0].copy_(codes[1].clone())
     npu.reset_log()
     y3 = ascend.linear(npu.to(x), data, qtype, scales=scales, bias=bias)
     assert npu.ops() == first
