@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-moe|bench|bench-mmq|bench-moe|ab|ncu|pack|
+#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-moe|bench|bench-mmq|bench-moe|ab|ncu|ncu-moe|profile-moe|pack|
 #   gbench|gdb ...]
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
@@ -121,6 +121,24 @@ for step in "${steps[@]}"; do
           echo "ncu $kernel $t M=$m rc=$?"
           grep -E "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Compute \(SM\) Thr|Memory Thr" \
             "$OUT/ncu-$kernel-$t-m$m.txt" | head -8
+        done
+      done ;;
+    profile-moe)
+      # the kernels of MoE calls replayed in CUDA graphs: mean durations and the span of a call
+      python3 -X faulthandler benchmarks/profile_moe.py ${PROFILE_MOE_ARGS:-} > "$OUT/profile-moe.txt" 2>&1
+      echo "profile-moe rc=$?"; cat "$OUT/profile-moe.txt" ;;
+    ncu-moe)
+      # the vector MoE's pairs kernel (the int8 MMVQ) of moe_proj for NCU_TYPES at NCU_M tokens (an
+      # eager call: the third, after two warm-up calls)
+      for t in ${NCU_TYPES:-iq4_xs}; do
+        for m in ${NCU_M:-8}; do
+          ncu --clock-control none -k regex:mmvq_int8 --launch-skip 2 --launch-count 1 --kill yes --section SpeedOfLight \
+            --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
+            --section MemoryWorkloadAnalysis python3 benchmarks/profile_moe.py --types "$t" --tokens "$m" --ops moe_proj \
+            > "$OUT/ncu-moe-$t-m$m.txt" 2>&1
+          echo "ncu moe_vec $t T=$m rc=$?"
+          grep -E "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Memory Thr|DRAM Thr|Registers Per|Block Limit" \
+            "$OUT/ncu-moe-$t-m$m.txt" | head -12
         done
       done ;;
     pack)
