@@ -13,6 +13,7 @@ Usage: python benchmarks/profile_moe.py [--types iq2_xxs,iq4_xs] [--tokens 1,8] 
 from __future__ import annotations
 
 import argparse
+import statistics
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -61,11 +62,11 @@ def profile(label: str, call: Callable[[int], object]) -> None:
         for i, e in enumerate(chunk):
             durations[i].append(e.time_range.elapsed_us())
             names[i] = e.name
-    med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
-    total = med(spans) + (med(gaps) if gaps else 0.0)
-    print(f"{label}: {total:.1f} us per call (span {med(spans):.1f}, gap to the next call {med(gaps) if gaps else 0:.1f})")
+    span = statistics.median(spans)
+    gap = statistics.median(gaps) if gaps else 0.0
+    print(f"{label}: {span + gap:.1f} us per call (span {span:.1f}, gap to the next call {gap:.1f})")
     for i in range(per_call):
-        print(f"    {med(durations[i]):7.2f} us  {names[i][:110]}")
+        print(f"    {statistics.median(durations[i]):7.2f} us  {names[i][:110]}")
     print(flush=True)
 
 
@@ -89,12 +90,11 @@ def main() -> None:
                 x = torch.randn(T, K, device="cuda", generator=gen).to(torch.bfloat16)
                 ids = balanced_ids(T, E, top_k, gen)
                 block = moe_block_size(T * top_k, E)
-                calls = {
-                    "moe_vec": lambda r: moe_vec(x, ws[r], q, ids, top_k),  # noqa: B023
-                    "moe_batched": lambda r: moe_batched(  # noqa: B023
-                        x, ws[r], q, moe_align(ids, E, block), top_k, T * top_k  # noqa: B023
-                    ),
-                }
+
+                def batched(r: int) -> torch.Tensor:
+                    return moe_batched(x, ws[r], q, moe_align(ids, E, block), top_k, T * top_k)  # noqa: B023
+
+                calls = {"moe_vec": lambda r: moe_vec(x, ws[r], q, ids, top_k), "moe_batched": batched}  # noqa: B023
                 for k in kernels:
                     profile(f"moe_proj {name} T={T} {k}", calls[k])
     if "moe_layer" in args.ops:
@@ -106,7 +106,10 @@ def main() -> None:
             ids = balanced_ids(T, E, top_k, gen)
             weights = torch.softmax(torch.randn(T, top_k, device="cuda", generator=gen), 1)
             for k in kernels:
-                call = lambda r: moe_layer(x, w13, w2, weights, ids, route=k, w13_type=q, w2_type=q)  # noqa: B023
+
+                def call(r: int, route: str = k) -> torch.Tensor:
+                    return moe_layer(x, w13, w2, weights, ids, route=route, w13_type=q, w2_type=q)  # noqa: B023
+
                 profile(f"moe_layer qwen3 iq4_xs T={T} {k}", call)
 
 
