@@ -69,12 +69,18 @@ struct MoeProjection {
   int64_t y_row_stride = 0;
 };
 
-// Vector kernel: one block per (pair, tile of rows); pairs whose pair_experts[p] is outside
-// [0, experts) get zero rows. Weight types with an int8 form (moe_vec_int8) quantize the activation
-// rows to int8 per 32 values into `workspace` first (lowbit/moe_policy.h states the precision):
+// Vector kernel: one pass over each pair's expert rows; pairs whose pair_experts[p] is outside
+// [0, experts) get zero rows. Weight types with an int8 form (moe_vec_int8) multiply in int8 with
+// the activation rows quantized per 32 values (lowbit/moe_policy.h states the precision): inside
+// the kernel where a row fits a block's shared memory, else into `workspace` first.
 // workspace_bytes >= moe_vec_workspace_bytes(proj), 16-byte aligned; nullptr where that is 0.
 size_t moe_vec_workspace_bytes(const MoeProjection& proj);
 void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, void* workspace, size_t workspace_bytes,
+             cudaStream_t stream);
+// The same with each pair's expert read from the router's ids inside the kernel (no
+// moe_pair_experts pass): local expert ids[p] - expert_begin, zero rows where ids[p] < 0 or that
+// lies outside [0, experts) (as moe_pair_experts maps them).
+void moe_vec(const MoeProjection& proj, ExpertIds ids, int64_t expert_begin, void* workspace, size_t workspace_bytes,
              cudaStream_t stream);
 
 // Batched kernel over routing made with block_size routing.block_size (any in [1, 1024]; on a

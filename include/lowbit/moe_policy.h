@@ -89,9 +89,11 @@ int64_t moe_vector_max_tokens(const MoeShape& shape, const DeviceFacts& device);
 // bounds the kernel); else kMoeBlockSize. Provisional until measured (bench_moe.py moe_proj).
 int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device);
 // Whether the vector kernel multiplies in int8 for weight type t: every type with an int8 form (all
-// but MXFP8) runs the int8 MMVQ over the routed pairs, with the activations quantized per row and
-// 32 values to int8 (scale amax / 127, round to nearest even: MmvqMath::kInt8's precision) by a
-// prologue into a workspace; MXFP8 multiplies in float32 with the bf16 activations.
+// but MXFP8) runs an int8 MMVQ over the routed pairs, with the activations quantized per row and
+// 32 values to int8 (scale amax / 127, round to nearest even: MmvqMath::kInt8's precision): the
+// dp4a lane kernel quantizes them inside each block, and where a row does not fit a block's shared
+// memory the tensor-core kernel's prologue quantizes them into a workspace first; MXFP8 multiplies
+// in float32 with the bf16 activations.
 bool moe_vec_int8(QuantType t);
 // Bytes of that workspace for `rows` activation rows of K values (0 where t has no int8 form):
 // rows of x for a projection (ceil(pairs / x_pair_divisor)), 16-byte aligned.

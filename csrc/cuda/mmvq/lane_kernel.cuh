@@ -22,11 +22,18 @@
 // is one block per SM (1024 threads at 64 registers fill its register file), so the activations
 // and the codebook table (kGridCopies copies of each entry, one per lane's bank) are built once per SM; team t of block
 // b takes row groups b * teams + t, then every gridDim.x * teams further.
+//
+// Pairs mode (kMode, MmvqPairs in mmvq_args.h: the MoE vector projection, one token per pair): the
+// same body over (pair, row group) items, each block a run of consecutive items that quantizes just
+// its pairs' activation rows (lane_pairs.cuh); each pair's expert comes from the router's ids, so
+// that the projection is one kernel: no expert table, no prologue.
 #pragma once
 
+#include "cuda/common/activation.cuh"
 #include "cuda/common/device_codebooks.cuh"
 #include "cuda/common/int8_activations.cuh"
 #include "cuda/common/ptx.cuh"
+#include "cuda/mmvq/lane_pairs.cuh"
 #include "cuda/mmvq/lane_reads.h"
 #include "cuda/mmvq/mmvq_args.h"
 #include "cuda/mmvq/mmvq_tiling.h"
@@ -69,28 +76,31 @@ __device__ __forceinline__ float warp_sum_spread(float (&v)[kN], int lane, int& 
   return s;
 }
 
-// The block quantizes the kTokens tokens' activations into `codes` / `scales` (layout of
-// MmvqLaneTiling); thread items are (token, int8 group), whole sub-blocks per four lanes.
+// The block quantizes activation rows first_row .. first_row + rows - 1 into `codes` / `scales`
+// (layout of MmvqLaneTiling): kTokens (1 or 2) tokens from row 0, or with kTokens == 0 any number
+// of rows, their scales row by row ([row][K / 32], the pairs mode's layout; at one row both are
+// the same). Thread items are (row, int8 group), whole sub-blocks per four lanes.
 template <class Act, I8Order kOrder, int kTokens>
-__device__ __forceinline__ void quantize_into_shared(const MmvqArgs& a, uint8_t* codes, float* scales) {
-  static_assert(kTokens == 1 || kTokens == 2, "one or two tokens");
+__device__ __forceinline__ void quantize_into_shared(const MmvqArgs& a, int first_row, int rows, uint8_t* codes,
+                                                     float* scales) {
+  static_assert(kTokens >= 0 && kTokens <= 2, "one or two tokens, or rows counted at run time");
   const int groups = static_cast<int>(a.k / 8);
-  const int items = kTokens * groups;  // a multiple of 4
+  const int items = (kTokens > 0 ? kTokens : rows) * groups;  // a multiple of 4
   for (int base = 0; base < items; base += blockDim.x) {
     const int i = base + static_cast<int>(threadIdx.x);
     const bool active = i < items;  // whole warps run quantize8 (it shuffles within quads)
     // (one or two tokens: a comparison instead of an integer division, ~30 instructions)
-    const int token = kTokens == 1 || i < groups ? 0 : 1;
+    const int token = kTokens == 1 ? 0 : kTokens == 2 ? (i < groups ? 0 : 1) : (active ? i / groups : 0);
     const int group = active ? i - token * groups : 0;
     float v[8] = {};
-    if (active) load_i8_group<Act, kOrder>(a, token, group, v);
+    if (active) load_i8_group<Act, kOrder>(a, kTokens > 0 ? token : first_row + token, group, v);
     uint32_t q[2];
     const float d = quantize8(v, q);
     if (active) {
       const int j = group >> 2, t = group & 3;
       *reinterpret_cast<uint2*>(codes + token * a.k + lane_code_offset(j, t >> 1) + 8 * (t & 1)) =
           make_uint2(q[0], q[1]);
-      if (t == 0) scales[j * kTokens + token] = d;
+      if (t == 0) scales[kTokens > 0 ? j * kTokens + token : token * (groups / 4) + j] = d;
     }
   }
 }
@@ -121,13 +131,18 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
 // tuning table, tuning/sm90.h). kWords: the format's blocks are read as aligned words
 // (HasLaneWords; the launch checks that the row's blocks pair into 4-byte-aligned spans): fewer
 // load instructions per block (benchmarks/NOTES.md, "blocks read as aligned words").
-template <class Traits, class Act, int kTokens, bool kWords = false>
-__global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(MmvqArgs a) {
+// kMode: dense, or the pairs modes over routed one-token pairs (lane_pairs.cuh), whose gated form
+// takes an output's gate row and up row as its two rows (lane_mode_shape).
+template <class Traits, class Act, int kTokens, bool kWords = false, MmvqMode kMode = MmvqMode::kDense>
+__global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
+    mmvq_lane_kernel(std::conditional_t<kMode == MmvqMode::kDense, MmvqArgs, MmvqPairArgs> a) {
   using Tl = MmvqLaneTiling<Traits>;
-  constexpr LaneShape kShape = lane_shape<Traits>(kTokens, kWords);
-  static_assert(
-      kShape.rows == lane_shape<Traits>(kTokens).rows && kShape.team_warps == lane_shape<Traits>(kTokens).team_warps,
-      "the grid (lane_grid) is planned for either kernel");
+  constexpr bool kPairs = kMode != MmvqMode::kDense, kGated = kMode == MmvqMode::kGatedPairs;
+  static_assert(!kPairs || kTokens == 1, "a pair is one token");
+  constexpr LaneShape kShape = lane_mode_shape<Traits>(kTokens, kWords, kGated);
+  static_assert(kShape.rows == lane_mode_shape<Traits>(kTokens, true, kGated).rows &&
+                    kShape.team_warps == lane_mode_shape<Traits>(kTokens, true, kGated).team_warps,
+                "the grid (lane_grid, lane_pairs_grid) is planned for either kernel");
   constexpr int kRows = kShape.rows, kTeamWarps = kShape.team_warps;
   static_assert(
       kRows > 0 && kLaneBlockWarps % kTeamWarps == 0 && (kTeamWarps == 1 || kLaneBlockWarps / kTeamWarps <= 16),
@@ -148,17 +163,35 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
   constexpr int kTeamThreads = 32 * kTeamWarps;
   constexpr int64_t kStep = Tl::kStepBytes * kTeamWarps;  // a thread's row bytes per round
   extern __shared__ __align__(16) uint8_t smem[];
-  uint8_t* const codes = smem + Tl::kTableBytes;
-  float* const code_scales = reinterpret_cast<float*>(codes + kTokens * a.k);
-  float* const partials = code_scales + a.k / 32 * kTokens;  // [team][parity][member][kSums]
   const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
   const int team = warp / kTeamWarps, member = warp % kTeamWarps;
   const int tid = member * 32 + lane;  // thread in the team
   const int teams = static_cast<int>(blockDim.x >> 5) / kTeamWarps;
   const int subs = static_cast<int>(a.k / 32);
-  const int64_t groups = (a.n + kRows - 1) / kRows;
-  const int64_t group_step = static_cast<int64_t>(gridDim.x) * teams;
-  int64_t group = static_cast<int64_t>(blockIdx.x) * teams + team;
+  // The team's groups: dense, row groups blockIdx.x * teams + team, then every gridDim.x * teams
+  // further; pairs, the items of the block's run in turn (lane_pairs.cuh).
+  int64_t groups, group_step, group;
+  LaneBlockRows x_rows{0, kTokens};  // the activation rows in shared memory
+  // (pairs mode: fewer than 2^32 items, checked at launch, so that items divide in 32 bits)
+  [[maybe_unused]] uint32_t per_pair = 0;
+  [[maybe_unused]] int first_x_row = 0;
+  if constexpr (kPairs) {
+    per_pair = static_cast<uint32_t>(lane_items_per_pair(a.n, kGated, kRows));
+    const int64_t items = a.pairs.count * per_pair;
+    const int64_t begin = static_cast<int64_t>(blockIdx.x) * a.pairs.items_per_block;
+    groups = begin + a.pairs.items_per_block < items ? begin + a.pairs.items_per_block : items;
+    group_step = teams;
+    group = begin + team;
+    x_rows = lane_block_rows(begin, groups, per_pair, a.pairs.x_pair_divisor);
+    first_x_row = static_cast<int>(x_rows.first);
+  } else {
+    groups = (a.n + kRows - 1) / kRows;
+    group_step = static_cast<int64_t>(gridDim.x) * teams;
+    group = static_cast<int64_t>(blockIdx.x) * teams + team;
+  }
+  uint8_t* const codes = smem + Tl::kTableBytes;
+  float* const code_scales = reinterpret_cast<float*>(codes + x_rows.count * a.k);
+  float* const partials = code_scales + a.k / 32 * x_rows.count;  // [team][parity][member][kSums]
   // This thread's sub-blocks j = tid + kTeamThreads i: always sub-block `sub` of a format block,
   // the blocks kStep apart.
   const int sub = tid % Tl::kSubsPerBlock;
@@ -178,22 +211,42 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     const int64_t row = g * kRows + r;
     return row < a.n ? row : int64_t{0};
   };
+  // pairs: item g's rows (a pair without a local expert has none); dense: group g's
+  [[maybe_unused]] auto item_of = [&](int64_t g) {
+    if constexpr (kPairs) return lane_item<kGated, kRows>(a, static_cast<uint32_t>(g), per_pair, first_x_row);
+    return LaneItem{};
+  };
+  [[maybe_unused]] auto item_row = [&](const LaneItem& it, int r) {
+    const int64_t row = it.first + r * it.step;
+    return row < a.n ? row : int64_t{0};
+  };
   // Starts the first round of group g's rows into L2.
   auto prefetch_group = [&](int64_t g) {
     if (g >= groups || tid >= subs) return;
+    if constexpr (kPairs) {
+      const LaneItem it = item_of(g);
+      if (it.live)
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) prefetch_l2(a.w + row_of(g, r) * a.w_row_stride + thread_byte + sub_byte);
+        for (int r = 0; r < kRows; ++r) prefetch_l2(it.w + item_row(it, r) * a.w_row_stride + thread_byte + sub_byte);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) prefetch_l2(a.w + row_of(g, r) * a.w_row_stride + thread_byte + sub_byte);
+    }
   };
   // The next kernel in the stream may launch now (where SM space is free); it reads nothing this
   // kernel writes before its own wait (programmatic launches, sm_90).
   pdl_launch_dependents();
   // Weights and the codebook table do not depend on the kernel before (the activations and the
-  // output may): they start while it finishes.
-  prefetch_group(group);
+  // output may): they start while it finishes. (Pairs: which weights depends on the routing's ids,
+  // which the kernel before may write: their first lines start after the wait.)
+  if constexpr (!kPairs) prefetch_group(group);
   const Codebooks cb = replicated_int8_codebooks<Traits>(smem);
   pdl_wait_for_primary();
-  if constexpr (kTokens <= 2)
-    quantize_into_shared<Act, Traits::kI8Order, kTokens>(a, codes, code_scales);
+  if constexpr (kPairs) prefetch_group(group);
+  if constexpr (kPairs)
+    quantize_into_shared<Act, Traits::kI8Order, 0>(a, first_x_row, x_rows.count, codes, code_scales);
+  else if constexpr (kTokens <= 2)
+    quantize_into_shared<Act, Traits::kI8Order, kTokens>(a, 0, kTokens, codes, code_scales);
   else
     copy_prologue_codes<kTokens>(a, codes, code_scales);
   __syncthreads();
@@ -203,13 +256,29 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
     prefetch_group(group + group_step);
     const uint8_t* w[kRows];
     const uint8_t* split_scale[kRows];
+    [[maybe_unused]] LaneItem item;
+    if constexpr (kPairs) {
+      item = item_of(group);
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      w[r] = a.w + row_of(group, r) * a.w_row_stride + thread_byte + anchor;
-      split_scale[r] = Traits::kSplitScales ? a.scales + row_of(group, r) * a.scale_row_stride + tid : nullptr;
+      for (int r = 0; r < kRows; ++r) {
+        w[r] = item.w + item_row(item, r) * a.w_row_stride + thread_byte + anchor;
+        split_scale[r] = Traits::kSplitScales ? item.scales + item_row(item, r) * a.scale_row_stride + tid : nullptr;
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        w[r] = a.w + row_of(group, r) * a.w_row_stride + thread_byte + anchor;
+        split_scale[r] = Traits::kSplitScales ? a.scales + row_of(group, r) * a.scale_row_stride + tid : nullptr;
+      }
     }
     const uint8_t* lo = codes + lo_half;
     const uint8_t* hi = codes + hi_half;
+    [[maybe_unused]] const float* x_scales = code_scales;  // pairs: the item's activation row's scales
+    if constexpr (kPairs) {
+      lo += item.x_row * a.k;
+      hi += item.x_row * a.k;
+      x_scales += item.x_row * subs;
+    }
     float acc[kSums] = {};
     // sub-block j of the rows, `step` rounds past w / split_scale / lo / hi
     auto add_sub_block = [&](int j, int step) {
@@ -248,7 +317,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         const float2 s = *reinterpret_cast<const float2*>(code_scales + 2 * j);
         x_scale[0] = s.x, x_scale[1] = s.y;
       } else {
-        x_scale[0] = code_scales[j];
+        x_scale[0] = kPairs ? x_scales[j] : code_scales[j];
       }
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
@@ -330,6 +399,9 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         for (int r = 0; r < kRows; ++r) prefetch_l2(w[r] + kAhead * kStep + sub_byte - anchor);
     };
     int j = tid;
+    if constexpr (kPairs) {
+      if (!item.live) j = subs;  // no local expert: no weight read, the outputs are zeros
+    }
     if constexpr (kShape.pairs) {
 #pragma unroll 1
       for (; j + kTeamThreads < subs; j += 2 * kTeamThreads) {
@@ -372,10 +444,25 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(Mmvq
         for (int w2 = 0; w2 < kTeamWarps; ++w2) total += partial[w2 * kSums + index];
       }
     }
-    const int64_t row = group * kRows + index / kTokens;
-    // (the kernel of four tokens serves M = 3 too; below that kTokens == M)
-    if (store && row < a.n && (kTokens <= 2 || index % kTokens < a.m))
-      static_cast<Act*>(a.y)[(index % kTokens) * a.y_row_stride + row] = from_float<Act>(total);
+    if constexpr (kPairs) {
+      // (the item's pair and group again from `group`: nothing of the item stays live in the loop)
+      const uint32_t pair = static_cast<uint32_t>(group) / per_pair, g = static_cast<uint32_t>(group) - pair * per_pair;
+      if constexpr (kGated) {
+        // act(gate) * up: the gate row's sum (index 0) and the up row's (index 1), lanes 0 and 1
+        const float up = __shfl_down_sync(0xFFFFFFFFu, total, 1);
+        if (store && index == 0)
+          static_cast<__nv_bfloat16*>(a.y)[static_cast<int64_t>(pair) * a.y_row_stride + g] =
+              __float2bfloat16_rn(moe_activate(a.pairs.activation, total) * up);
+      } else {
+        const int64_t row = static_cast<int64_t>(g) * kRows + index;
+        if (store && row < a.n) static_cast<float*>(a.y)[static_cast<int64_t>(pair) * a.y_row_stride + row] = total;
+      }
+    } else {
+      const int64_t row = group * kRows + index / kTokens;
+      // (the kernel of four tokens serves M = 3 too; below that kTokens == M)
+      if (store && row < a.n && (kTokens <= 2 || index % kTokens < a.m))
+        static_cast<Act*>(a.y)[(index % kTokens) * a.y_row_stride + row] = from_float<Act>(total);
+    }
   }
 }
 

@@ -7,25 +7,26 @@
 #include <cstdint>
 
 #include "cuda/common/int8_activation_layout.h"
+#include "cuda/common/pair_experts.h"
 #include "lowbit/cpu.h"
 #include "lowbit/plan.h"
 #include "lowbit/quant_type.h"
 
 namespace lowbit::cuda_detail {
 
-// Pairs mode of the int8 tensor-core kernel (the MoE vector projection): one launch over routed
-// (row of x, expert) pairs, block b taking pair b / tiles and row tile b % tiles of that pair's
-// expert, the activations of row pair / x_pair_divisor and output row `pair` of y. A pair whose
-// expert lies outside [0, experts) gets exact zeros and reads no weight. gated: the expert holds
-// 2n' rows (n' gate rows, then n' up rows; MmvqArgs::n = 2n'), a tile takes 8 gate rows and their
-// 8 up rows, and y is bf16 act(gate . x) * (up . x) [pairs][n']; otherwise y is float32.
+// Pairs mode of the MMVQ kernels (the MoE vector projection): one launch over routed
+// (row of x, expert) pairs, pair p taking the activations of row p / x_pair_divisor, its expert's
+// rows and output row p of y. gated: the expert holds 2n' rows (n' gate rows, then n' up rows;
+// MmvqArgs::n = 2n') and y is bf16 act(gate . x) * (up . x) [pairs][n']; otherwise y is float32.
+// The int8 tensor-core kernel takes a block per (pair, row tile) (mmvq_pairs.cuh), the dp4a lane
+// kernel a run of items_per_block (pair, row group) items per block (lane_pairs.cuh).
 struct MmvqPairs {
-  const int32_t* experts = nullptr;  // [count]; nullptr: not pairs mode
+  PairExperts experts;
   int64_t count = 0;
-  int64_t num_experts = 0;
   int64_t w_expert_stride = 0;  // bytes
   int64_t scale_expert_stride = 0;
   int64_t x_pair_divisor = 1;
+  int64_t items_per_block = 0;  // lane kernel
   bool gated = false;
   Activation activation = Activation::kSiLU;
 };

@@ -40,6 +40,15 @@ void launch_mmvq_int8_as(const MmvqArgs& a, const MmvqConfig& config, cudaStream
   launch_programmatic<kernel>(config.blocks, config.threads, config.shared_bytes, stream, "mmvq (int8)", a);
 }
 
+// Whether mmvq_lane_kernel can read a weight's blocks as aligned words (kWords): rows 4-byte
+// aligned, and where blocks are 2 mod 4 bytes long an even number of them per row (so that they
+// pair into 4-byte-aligned spans). The data pointer is 16-byte aligned (cuda::mmvq checks it).
+template <class Traits>
+bool blocks_pair_aligned(const MmvqArgs& a) {
+  const bool paired = Traits::kBlockBytes % 4 == 0 || (a.k / Traits::kBlockElems) % 2 == 0;
+  return paired && a.w_row_stride % 4 == 0;
+}
+
 // The pairs mode (MmvqPairs: the MoE vector projection of one-token pairs) on a grid of pairs x
 // row tiles, flattened in x (checked by the caller to fit 2^31 - 1 blocks), with int8_pairs_warps
 // warps per tile. The prologue quantizes a.m rows of bf16 activations.
@@ -71,13 +80,46 @@ void launch_mmvq_int8_pairs(const MmvqPairArgs& a, cudaStream_t stream) {
     launch_programmatic<plain>(blocks, 32 * warps, Tl::smem_bytes(warps), stream, "moe_vec (int8)", a);
 }
 
-// Whether mmvq_lane_kernel can read a weight's blocks as aligned words (kWords): rows 4-byte
-// aligned, and where blocks are 2 mod 4 bytes long an even number of them per row (so that they
-// pair into 4-byte-aligned spans). The data pointer is 16-byte aligned (cuda::mmvq checks it).
+template <auto kKernel>
+void launch_lane_pairs_kernel(const MmvqPairArgs& a, const LanePairsGrid& g, cudaStream_t stream) {
+  if (g.smem > 48 * 1024)  // the device's most, once: any later shape fits the one setting
+    configure_shared_memory(reinterpret_cast<const void*>(kKernel), current_device_limits().shared_per_block_optin,
+                            "moe_vec (dp4a lanes)");
+  launch_programmatic<kKernel>(g.blocks, g.threads, g.smem, stream, "moe_vec (dp4a lanes)", a);
+}
+
+// The pairs mode on the dp4a lane kernel (lane_pairs.cuh): one kernel, each block quantizing the
+// activation rows of its pairs (no prologue, no workspace). Returns false, launching nothing, where
+// the lane kernel has no one-token shape for the type or one activation row does not fit a block's
+// shared memory (launch_mmvq_int8_pairs serves there).
 template <class Traits>
-bool blocks_pair_aligned(const MmvqArgs& a) {
-  const bool paired = Traits::kBlockBytes % 4 == 0 || (a.k / Traits::kBlockElems) % 2 == 0;
-  return paired && a.w_row_stride % 4 == 0;
+bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
+  if constexpr (!HasInt8<Traits>::value || lane_shape<Traits>(1).rows == 0) {
+    return false;
+  } else {
+    const DeviceLimits& limits = current_device_limits();
+    DeviceFacts device;
+    device.shared_per_block_optin = limits.shared_per_block_optin;
+    device.shared_per_sm = limits.shared_per_sm;
+    device.multiprocessors = limits.sms;
+    auto launch = [&](auto gated) {
+      constexpr bool kGated = decltype(gated)::value;
+      constexpr MmvqMode kMode = kGated ? MmvqMode::kGatedPairs : MmvqMode::kPairs;
+      const LanePairsGrid g = lane_pairs_grid<Traits, kGated>(a.n, a.k, a.pairs.count, a.pairs.x_pair_divisor, device);
+      if (!g.fits) return false;
+      a.pairs.items_per_block = g.items_per_block;
+      // aligned words where the shape asks for them and every expert's rows allow them
+      if constexpr (HasLaneWords<Traits>::value && lane_mode_shape<Traits>(1, true, kGated).words) {
+        if (blocks_pair_aligned<Traits>(a) && a.pairs.w_expert_stride % 4 == 0) {
+          launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, true, kMode>>(a, g, stream);
+          return true;
+        }
+      }
+      launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, false, kMode>>(a, g, stream);
+      return true;
+    };
+    return a.pairs.gated ? launch(std::true_type{}) : launch(std::false_type{});
+  }
 }
 
 template <auto kKernel>

@@ -56,8 +56,8 @@ __device__ __forceinline__ bool enter_pair(MmvqPairArgs& a, TileRows& rows, int&
     rows = TileRows{j0, a.n / 2 + j0, a.n / 2, a.n};
   else
     rows = TileRows::dense(j0, a.n);
-  const int32_t e = a.pairs.experts[pair];
-  if (e < 0 || e >= a.pairs.num_experts) {
+  const int32_t e = a.pairs.experts.of(pair);
+  if (e < 0) {
     point_at_pair_output<kGated>(a);
     const int r = static_cast<int>(threadIdx.x);
     if constexpr (kGated) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cuda/common/codebook_sizes.h"
+#include "cuda/mmvq/lane_pairs_layout.h"
 #include "cuda/tuning/tuning.h"
 #include "lowbit/dispatch.h"
 #include "lowbit/formats/all.h"
@@ -20,6 +21,14 @@ using tuning::LaneShape;
 template <class Traits>
 constexpr LaneShape lane_shape(int tokens, bool words = true) {
   return tuning::lane_shape(Traits::kType, tokens, words);
+}
+// The lane kernel's shape in a mode: the tuned shape, except that an item of the gated pairs mode
+// is one output's gate row and up row (two rows; mmvq/lane_pairs.cuh).
+template <class Traits>
+constexpr LaneShape lane_mode_shape(int tokens, bool words, bool gated) {
+  LaneShape s = lane_shape<Traits>(tokens, words);
+  if (gated && s.rows > 0) s.rows = 2;
+  return s;
 }
 
 // The bf16 tensor-core MMVQ (mmvq/bf16_kernel.cuh) and the weight staging it shares with the int8
@@ -99,6 +108,13 @@ struct MmvqLaneTiling {
     constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows * kTokens : 0;
     return kTableBytes + kTokens * k + k / 32 * kTokens * 4 + teams * kPartials * 4;
   }
+  // The pairs mode's (one token per pair): `rows` activation rows.
+  template <bool kGated>
+  static constexpr int64_t pairs_smem_bytes(int64_t k, int64_t rows, int teams) {
+    constexpr LaneShape kShape = lane_mode_shape<Traits>(1, true, kGated);
+    constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows : 0;
+    return kTableBytes + rows * k + k / 32 * rows * 4 + teams * kPartials * 4;
+  }
 };
 
 // Shared memory a device offers, from its facts (0 where unknown: the pre-Volta default).
@@ -165,6 +181,47 @@ LaneGrid lane_grid(int64_t n, int64_t k, const DeviceFacts& device) {
   const int64_t need = (groups + teams - 1) / teams;
   return {smem <= shared_per_block(device), static_cast<unsigned>(need < sms ? need : sms),
           static_cast<int>(32 * kShape.team_warps * teams), static_cast<int>(smem)};
+}
+
+// The lane kernel's pairs-mode grid (mmvq/lane_pairs.cuh) for `pairs` one-token pairs over
+// experts of N rows (2n' gated) and K, activation row p / divisor for pair p: teams per block the
+// fewest that cover the items over the SMs, one block per SM, each a run of items_per_block items;
+// runs shorter where a run's activation rows would not fit a block's shared memory. fits is false
+// where not even one row fits, or the items reach 2^32.
+struct LanePairsGrid {
+  bool fits;
+  unsigned blocks;
+  int threads;
+  int smem;
+  int64_t items_per_block;
+};
+template <class Traits, bool kGated>
+LanePairsGrid lane_pairs_grid(int64_t n, int64_t k, int64_t pairs, int64_t divisor, const DeviceFacts& device) {
+  using Tl = MmvqLaneTiling<Traits>;
+  constexpr LaneShape kShape = lane_mode_shape<Traits>(1, true, kGated);
+  constexpr int kMaxTeams = kLaneBlockWarps / kShape.team_warps;
+  const int64_t per_pair = lane_items_per_pair(n, kGated, kShape.rows);
+  const int64_t items = pairs * per_pair;
+  if (items <= 0) return {false, 0, 0, 0, 0};
+  const int64_t total_rows = (pairs + divisor - 1) / divisor;
+  const int64_t sms = device.multiprocessors > 0 ? device.multiprocessors : 1;
+  int64_t teams = (items + sms - 1) / sms;
+  teams = teams < 1 ? 1 : (teams > kMaxTeams ? kMaxTeams : teams);
+  const int64_t wanted_blocks = (items + teams - 1) / teams;
+  const int64_t blocks = wanted_blocks < sms ? wanted_blocks : sms;
+  int64_t run = (items + blocks - 1) / blocks;
+  auto smem_for = [&](int64_t r, int64_t t) {
+    return Tl::template pairs_smem_bytes<kGated>(k, lane_max_block_rows(r, per_pair, divisor, total_rows),
+                                                 static_cast<int>(t));
+  };
+  while (run > 1 && smem_for(run, teams) > shared_per_block(device)) run = (run + 1) / 2;
+  if (teams > run) teams = run;  // a short run leaves no work for more teams
+  const int64_t smem = smem_for(run, teams);
+  const int64_t grid = (items + run - 1) / run;
+  // (items divide in 32 bits in the kernel; the grid's x is below 2^31)
+  const bool fits = smem <= shared_per_block(device) && items < (int64_t{1} << 32) && grid <= (int64_t{1} << 31) - 1;
+  return {fits, static_cast<unsigned>(fits ? grid : 0), static_cast<int>(32 * kShape.team_warps * teams),
+          static_cast<int>(smem), run};
 }
 
 }  // namespace lowbit::cuda_detail

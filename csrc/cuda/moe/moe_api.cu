@@ -146,7 +146,7 @@ void moe_pair_experts(ExpertIds ids, int64_t pairs, int64_t experts, int64_t beg
                       cudaStream_t stream) {
   check_experts(pairs, experts);
   LOWBIT_CHECK(pairs == 0 || (ids.data != nullptr && pair_experts != nullptr), "topk_ids/pair_experts: null pointer");
-  cuda_detail::launch_pair_experts(ids.data, ids.int64, pairs, experts, begin, pair_experts, stream);
+  cuda_detail::launch_pair_experts({ids.data, ids.int64, begin, experts}, pairs, pair_experts, stream);
 }
 
 size_t moe_align_workspace_bytes(int64_t pairs, int64_t experts) {
@@ -168,7 +168,7 @@ void moe_align(ExpertIds ids, int64_t pairs, int64_t experts, int64_t begin, int
                "workspace: ", workspace_bytes, " bytes; moe_align needs ", need, ", 16-byte aligned");
   auto* pair_experts = static_cast<int32_t*>(workspace);
   auto* counts = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(workspace) + (pairs * 4 + 255) / 256 * 256);
-  cuda_detail::launch_pair_experts(ids.data, ids.int64, pairs, experts, begin, pair_experts, stream);
+  cuda_detail::launch_pair_experts({ids.data, ids.int64, begin, experts}, pairs, pair_experts, stream);
   cuda_detail::launch_moe_align(pair_experts, pairs, experts, block_size, counts, out.sorted_pairs, out.capacity,
                                 out.block_experts, out.blocks, out.num_padded, out.pair_slots, stream);
 }
@@ -179,19 +179,34 @@ size_t moe_vec_workspace_bytes(const MoeProjection& proj) {
   return moe_vec_activation_bytes(proj.type, (proj.pairs + proj.x_pair_divisor - 1) / proj.x_pair_divisor, proj.k);
 }
 
-void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, void* workspace, size_t workspace_bytes,
-             cudaStream_t stream) {
+namespace {
+
+void run_moe_vec(const MoeProjection& proj, const cuda_detail::PairExperts& experts, void* workspace,
+                 size_t workspace_bytes, cudaStream_t stream) {
   check_projection(proj, proj.n, "moe_vec");
-  LOWBIT_CHECK(proj.pairs == 0 || pair_experts != nullptr, "pair_experts: pointer is null");
   check_vec_grid(proj.type, proj.pairs, proj.n, false);
   const size_t need = moe_vec_workspace_bytes(proj);
   LOWBIT_CHECK(need == 0 || (workspace != nullptr && workspace_bytes >= need && aligned(workspace, 16)),
                "workspace: ", workspace_bytes, " bytes; moe_vec needs ", need,
                " (moe_vec_workspace_bytes), 16-byte aligned");
   cuda_detail::MoeProjArgs a = proj_args(proj, false, Activation::kSiLU);
-  a.pair_experts = pair_experts;
+  a.pair_experts = experts;
   a.int8_activations = static_cast<uint8_t*>(workspace);
   launch_projection(proj.type, a, false, stream);
+}
+
+}  // namespace
+
+void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, void* workspace, size_t workspace_bytes,
+             cudaStream_t stream) {
+  LOWBIT_CHECK(proj.pairs == 0 || pair_experts != nullptr, "pair_experts: pointer is null");
+  run_moe_vec(proj, {pair_experts, false, 0, proj.experts}, workspace, workspace_bytes, stream);
+}
+
+void moe_vec(const MoeProjection& proj, ExpertIds ids, int64_t expert_begin, void* workspace, size_t workspace_bytes,
+             cudaStream_t stream) {
+  LOWBIT_CHECK(proj.pairs == 0 || ids.data != nullptr, "topk_ids: pointer is null");
+  run_moe_vec(proj, {ids.data, ids.int64, expert_begin, proj.experts}, workspace, workspace_bytes, stream);
 }
 
 size_t moe_batched_workspace_bytes(const MoeProjection& proj, int block_size) {
@@ -281,12 +296,16 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
   routing.num_padded = reinterpret_cast<int32_t*>(base + L.num_padded);
   routing.pair_slots = reinterpret_cast<int32_t*>(base + L.pair_slots);
 
-  cuda_detail::launch_pair_experts(ids.data, ids.int64, pairs, E, layer.expert_begin, pair_experts, stream);
-  if (batched)
+  // each pair's local expert: the vector kernels and the combine read the ids themselves; the
+  // batched path's routing sorts from a table of them
+  const cuda_detail::PairExperts experts{ids.data, ids.int64, layer.expert_begin, E};
+  if (batched) {
+    cuda_detail::launch_pair_experts(experts, pairs, pair_experts, stream);
     cuda_detail::launch_moe_align(pair_experts, pairs, E, plan.block_size,
                                   reinterpret_cast<int32_t*>(base + L.segment_counts), routing.sorted_pairs,
                                   routing.capacity, routing.block_experts, routing.blocks, routing.num_padded,
                                   routing.pair_slots, stream);
+  }
   const void* xb = x;
   int64_t xb_stride = x_row_stride;
   if (!x_bf16) {
@@ -307,7 +326,7 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
   a13.int8_activations = base + L.x_int8;
   a2.int8_activations = base + L.gated_int8;
   for (cuda_detail::MoeProjArgs* a : {&a13, &a2}) {
-    a->pair_experts = pair_experts;
+    a->pair_experts = experts;
     a->sorted_pairs = routing.sorted_pairs;
     a->sorted_capacity = routing.capacity;
     a->block_experts = routing.block_experts;
@@ -319,7 +338,7 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
   uint8_t* const x_mmq = plan.grouped_mmq ? base + L.x_mmq : nullptr;
   launch_projection(layer.w13_type, a13, batched, stream, x_mmq);
   launch_projection(layer.w2_type, a2, batched, stream, x_mmq);
-  cuda_detail::launch_moe_combine(down, topk_weights, pair_experts, tokens, top_k, H, out, x_type, stream);
+  cuda_detail::launch_moe_combine(down, topk_weights, experts, tokens, top_k, H, out, x_type, stream);
 }
 
 }  // namespace lowbit::cuda

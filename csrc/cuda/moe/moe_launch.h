@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "cuda/common/activation.cuh"
+#include "cuda/common/pair_experts.h"
 #include "lowbit/cpu.h"
 #include "lowbit/quant_type.h"
 
@@ -29,7 +30,7 @@ struct MoeProjArgs {
   int64_t x_row_stride;
   int64_t x_pair_divisor;
   int64_t pairs;
-  const int32_t* pair_experts;  // vector kernel
+  PairExperts pair_experts;     // vector kernel and combine: each pair's local expert
   const int32_t* sorted_pairs;  // batched kernel: routing
   int64_t sorted_capacity;
   const int32_t* block_experts;

@@ -50,7 +50,7 @@ __global__ void round_to_bf16_kernel(const In* x, int64_t tokens, int64_t hidden
 }
 
 template <class Out>
-__global__ void combine_kernel(const float* down, const float* weights, const int32_t* pair_experts, int64_t tokens,
+__global__ void combine_kernel(const float* down, const float* weights, PairExperts experts, int64_t tokens,
                                int64_t top_k, int64_t hidden, Out* out) {
   const int64_t n = tokens * hidden;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n;
@@ -59,7 +59,7 @@ __global__ void combine_kernel(const float* down, const float* weights, const in
     float sum = 0.0f;
     for (int64_t j = 0; j < top_k; ++j) {
       const int64_t pair = t * top_k + j;
-      if (pair_experts[pair] >= 0) sum = fmaf(weights[pair], down[pair * hidden + h], sum);
+      if (experts.of(pair) >= 0) sum = fmaf(weights[pair], down[pair * hidden + h], sum);
     }
     store_float(out + i, sum);
   }
@@ -89,21 +89,21 @@ void launch_round_to_bf16(const void* x, FloatType x_type, int64_t tokens, int64
   check_launch("fused_moe (activations to bf16)");
 }
 
-void launch_moe_combine(const float* down, const float* weights, const int32_t* pair_experts, int64_t tokens,
+void launch_moe_combine(const float* down, const float* weights, const PairExperts& experts, int64_t tokens,
                         int64_t top_k, int64_t hidden, void* out, FloatType out_type, cudaStream_t stream) {
   if (tokens * hidden == 0) return;
   const unsigned grid = grid_for(tokens * hidden);
   switch (out_type) {
     case FloatType::F32:
-      combine_kernel<<<grid, kThreads, 0, stream>>>(down, weights, pair_experts, tokens, top_k, hidden,
+      combine_kernel<<<grid, kThreads, 0, stream>>>(down, weights, experts, tokens, top_k, hidden,
                                                     static_cast<float*>(out));
       break;
     case FloatType::F16:
-      combine_kernel<<<grid, kThreads, 0, stream>>>(down, weights, pair_experts, tokens, top_k, hidden,
+      combine_kernel<<<grid, kThreads, 0, stream>>>(down, weights, experts, tokens, top_k, hidden,
                                                     static_cast<__half*>(out));
       break;
     case FloatType::BF16:
-      combine_kernel<<<grid, kThreads, 0, stream>>>(down, weights, pair_experts, tokens, top_k, hidden,
+      combine_kernel<<<grid, kThreads, 0, stream>>>(down, weights, experts, tokens, top_k, hidden,
                                                     static_cast<__nv_bfloat16*>(out));
       break;
   }

@@ -23,14 +23,10 @@ constexpr int kSegmentWarps = kSegment / 32;
 constexpr int kScanThreads = 512;
 static_assert(kMoeMaxExperts <= kScanThreads, "one scan thread per expert");
 
-template <class Id>
-__global__ void pair_experts_kernel(const Id* ids, int64_t pairs, int64_t experts, int64_t begin, int32_t* out) {
+__global__ void pair_experts_kernel(PairExperts experts, int64_t pairs, int32_t* out) {
   for (int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; p < pairs;
-       p += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t id = static_cast<int64_t>(ids[p]);
-    const int64_t e = id - begin;
-    out[p] = (id >= 0 && e >= 0 && e < experts) ? static_cast<int32_t>(e) : -1;
-  }
+       p += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[p] = experts.of(p);
 }
 
 __global__ void __launch_bounds__(kSegment)
@@ -114,15 +110,9 @@ unsigned grid_for(int64_t n, int threads) {
 
 }  // namespace
 
-void launch_pair_experts(const void* ids, bool ids_int64, int64_t pairs, int64_t experts, int64_t begin,
-                         int32_t* pair_experts, cudaStream_t stream) {
+void launch_pair_experts(const PairExperts& experts, int64_t pairs, int32_t* pair_experts, cudaStream_t stream) {
   if (pairs == 0) return;
-  if (ids_int64)
-    pair_experts_kernel<<<grid_for(pairs, 256), 256, 0, stream>>>(static_cast<const int64_t*>(ids), pairs, experts,
-                                                                  begin, pair_experts);
-  else
-    pair_experts_kernel<<<grid_for(pairs, 256), 256, 0, stream>>>(static_cast<const int32_t*>(ids), pairs, experts,
-                                                                  begin, pair_experts);
+  pair_experts_kernel<<<grid_for(pairs, 256), 256, 0, stream>>>(experts, pairs, pair_experts);
   check_launch("moe_pair_experts");
 }
 

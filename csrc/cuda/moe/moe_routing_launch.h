@@ -6,12 +6,13 @@
 
 #include <cstdint>
 
+#include "cuda/common/pair_experts.h"
 #include "lowbit/cpu.h"
 
 namespace lowbit::cuda_detail {
 
-void launch_pair_experts(const void* ids, bool ids_int64, int64_t pairs, int64_t experts, int64_t begin,
-                         int32_t* pair_experts, cudaStream_t stream);
+// pair_experts[p] = experts.of(p): the table the routing kernels read.
+void launch_pair_experts(const PairExperts& experts, int64_t pairs, int32_t* pair_experts, cudaStream_t stream);
 
 // segment_counts: int32 [ceil(pairs / kMoeRoutingSegment), experts] scratch.
 void launch_moe_align(const int32_t* pair_experts, int64_t pairs, int64_t experts, int block_size,
@@ -22,9 +23,9 @@ void launch_moe_align(const int32_t* pair_experts, int64_t pairs, int64_t expert
 void launch_round_to_bf16(const void* x, FloatType x_type, int64_t tokens, int64_t hidden, int64_t x_row_stride,
                           uint16_t* out, cudaStream_t stream);
 
-// out[t, h] = sum over k = 0..top_k-1 in order of weights[t, k] * down[t * top_k + k, h], pairs with
-// pair_experts < 0 skipped; out [tokens, hidden] contiguous in out_type.
-void launch_moe_combine(const float* down, const float* weights, const int32_t* pair_experts, int64_t tokens,
+// out[t, h] = sum over k = 0..top_k-1 in order of weights[t, k] * down[t * top_k + k, h], pairs
+// without a local expert skipped; out [tokens, hidden] contiguous in out_type.
+void launch_moe_combine(const float* down, const float* weights, const PairExperts& experts, int64_t tokens,
                         int64_t top_k, int64_t hidden, void* out, FloatType out_type, cudaStream_t stream);
 
 }  // namespace lowbit::cuda_detail

@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(kMoeVecThreads) moe_vec_kernel(MoeProjArgs a) 
   const int64_t pair = static_cast<int64_t>(blockIdx.x) / tiles;
   const int64_t tile = static_cast<int64_t>(blockIdx.x) - pair * tiles;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int32_t e = a.pair_experts[pair];
+  const int32_t e = a.pair_experts.of(pair);
   // output j of this warp, and the two rows it reads
   int64_t out_j[kMoeVecRowsPerWarp];
   int64_t rows[kMoeVecRowsPerWarp];
@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kMoeVecThreads) moe_vec_kernel(MoeProjArgs a) 
     }
   }
   float acc[kMoeVecRowsPerWarp] = {};
-  if (e >= 0 && e < a.experts) {
+  if (e >= 0) {
     const Codebooks cb = global_codebooks<Traits::kCodebook>();
     const uint16_t* x = a.x + (pair / a.x_pair_divisor) * a.x_row_stride;
     MoeWeightRow w[kMoeVecRowsPerWarp];
@@ -88,7 +88,9 @@ __global__ void __launch_bounds__(kMoeVecThreads) moe_vec_kernel(MoeProjArgs a) 
   }
 }
 
-// The projection as the int8 MMVQ's pairs mode; a.int8_activations holds the prologue's output.
+// The projection as a pairs mode of the int8 MMVQs: the dp4a lane kernel's where one activation
+// row fits a block's shared memory, else the tensor-core kernel's (a.int8_activations holds its
+// prologue's output).
 template <class Traits>
 void launch_moe_vec_int8(const MoeProjArgs& a, cudaStream_t stream) {
   const int64_t rows = (a.pairs + a.x_pair_divisor - 1) / a.x_pair_divisor;
@@ -108,12 +110,12 @@ void launch_moe_vec_int8(const MoeProjArgs& a, cudaStream_t stream) {
   m.xq = a.int8_activations + int8_scale_bytes(rows, a.k);
   m.pairs.experts = a.pair_experts;
   m.pairs.count = a.pairs;
-  m.pairs.num_experts = a.experts;
   m.pairs.w_expert_stride = a.w_expert_stride;
   m.pairs.scale_expert_stride = a.scale_expert_stride;
   m.pairs.x_pair_divisor = a.x_pair_divisor;
   m.pairs.gated = a.gated;
   m.pairs.activation = a.activation;
+  if (launch_mmvq_lane_pairs<Traits>(m, stream)) return;
   launch_mmvq_int8_pairs<Traits>(m, stream);
 }
 

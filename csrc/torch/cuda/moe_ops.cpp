@@ -77,16 +77,14 @@ at::Tensor moe_vec_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype,
   at::Tensor y = at::empty({p.pairs, p.w.rows}, x.options().dtype(at::kFloat));
   if (p.pairs == 0) return y.to(x.scalar_type());
   const at::Tensor xb = bf16_rows(x), ids = topk_ids.contiguous();
-  at::Tensor pair_experts = at::empty({p.pairs}, ids.options().dtype(at::kInt));
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const cuda::MoeProjection proj = projection(wa, xb, top_k, p.pairs, y);
   // the int8 activations: sized on the host, from the caching allocator (graph-capturable)
   const auto ws_bytes = static_cast<int64_t>(translate_errors([&] { return cuda::moe_vec_workspace_bytes(proj); }));
   at::Tensor ws = at::empty({ws_bytes}, ids.options().dtype(at::kByte));
   translate_errors([&] {
-    cuda::moe_pair_experts(expert_ids(ids), p.pairs, p.w.experts, p.begin, pair_experts.data_ptr<int32_t>(), stream);
-    cuda::moe_vec(proj, pair_experts.data_ptr<int32_t>(), ws_bytes > 0 ? ws.data_ptr() : nullptr,
-                  static_cast<size_t>(ws_bytes), stream);
+    cuda::moe_vec(proj, expert_ids(ids), p.begin, ws_bytes > 0 ? ws.data_ptr() : nullptr, static_cast<size_t>(ws_bytes),
+                  stream);
   });
   return y.to(x.scalar_type());
 }

@@ -1,0 +1,32 @@
+// Where the dp4a lane MMVQ's pairs mode (lane_pairs.cuh) puts its items and which activation rows
+// a block reads, as plain C++ so that the grid planner (mmvq_tiling.h) sizes a block's shared
+// memory as the kernel lays it out.
+#pragma once
+
+#include <cstdint>
+
+namespace lowbit::cuda_detail {
+
+// Items per pair of N rows: row groups of `rows`, or gated (N = 2n') one per output.
+constexpr int64_t lane_items_per_pair(int64_t n, bool gated, int rows) {
+  return gated ? n / 2 : (n + rows - 1) / rows;
+}
+
+// The activation rows a run of items [begin, end) reads (end > begin): rows of its first to last
+// pair, divided by x_pair_divisor.
+struct LaneBlockRows {
+  int64_t first;
+  int count;
+};
+constexpr LaneBlockRows lane_block_rows(int64_t begin, int64_t end, int64_t per_pair, int64_t divisor) {
+  const int64_t first = begin / per_pair / divisor, last = (end - 1) / per_pair / divisor;
+  return {first, static_cast<int>(last - first + 1)};
+}
+// The most rows any run of `run` items reads: it spans at most (run - 1) / per_pair + 2 pairs.
+constexpr int64_t lane_max_block_rows(int64_t run, int64_t per_pair, int64_t divisor, int64_t total_rows) {
+  const int64_t pairs = (run - 1) / per_pair + 2;
+  const int64_t rows = (pairs + divisor - 1) / divisor + 1;
+  return rows < total_rows ? rows : total_rows;
+}
+
+}  // namespace lowbit::cuda_detail

@@ -1,0 +1,106 @@
+// The lane MMVQ's pairs-mode grid (csrc/cuda/mmvq/mmvq_tiling.h, lane_pairs_layout.h): the runs of
+// items cover every item once, every block's activation rows fit the shared memory the grid asks
+// for, and the grid declines where not even a run of one item fits (the tensor-core pairs kernel
+// serves there). Plain C++: the kernel lays its shared memory out from the same functions.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "cuda/mmvq/mmvq_tiling.h"
+#include "lowbit/formats/all.h"
+
+namespace lowbit::cuda_detail {
+namespace {
+
+DeviceFacts h200() {
+  DeviceFacts d;
+  d.compute_major = 9;
+  d.multiprocessors = 132;
+  d.shared_per_block_optin = 232448;
+  d.shared_per_sm = 233472;
+  return d;
+}
+
+struct Case {
+  int64_t n, k, pairs, divisor;
+};
+
+template <class Traits, bool kGated>
+void check_grid(const Case& c, const DeviceFacts& device) {
+  using Tl = MmvqLaneTiling<Traits>;
+  constexpr LaneShape kShape = lane_mode_shape<Traits>(1, true, kGated);
+  const LanePairsGrid g = lane_pairs_grid<Traits, kGated>(c.n, c.k, c.pairs, c.divisor, device);
+  ASSERT_TRUE(g.fits) << "n " << c.n << " k " << c.k << " pairs " << c.pairs;
+  const int64_t per_pair = lane_items_per_pair(c.n, kGated, kShape.rows);
+  const int64_t items = c.pairs * per_pair;
+  const int64_t run = g.items_per_block;
+  ASSERT_GE(run, 1);
+  // the runs tile the items: the last block's run starts before the end, none past it
+  EXPECT_GE(static_cast<int64_t>(g.blocks) * run, items);
+  EXPECT_LT((static_cast<int64_t>(g.blocks) - 1) * run, items);
+  // whole teams, at most one block's worth of warps
+  EXPECT_EQ(g.threads % (32 * kShape.team_warps), 0);
+  EXPECT_GE(g.threads, 32 * kShape.team_warps);
+  EXPECT_LE(g.threads, 32 * kLaneBlockWarps);
+  const int teams = g.threads / (32 * kShape.team_warps);
+  EXPECT_LE(g.smem, device.shared_per_block_optin);
+  // every block's exact rows fit the shared memory asked for
+  const int64_t total_rows = (c.pairs + c.divisor - 1) / c.divisor;
+  for (int64_t b = 0; b < g.blocks; ++b) {
+    const int64_t begin = b * run, end = begin + run < items ? begin + run : items;
+    const LaneBlockRows rows = lane_block_rows(begin, end, per_pair, c.divisor);
+    ASSERT_GE(rows.first, 0);
+    ASSERT_LE(rows.first + rows.count, total_rows) << "block " << b;
+    ASSERT_LE(rows.count, lane_max_block_rows(run, per_pair, c.divisor, total_rows)) << "block " << b;
+    ASSERT_LE(Tl::template pairs_smem_bytes<kGated>(c.k, rows.count, teams), g.smem) << "block " << b;
+  }
+}
+
+TEST(LanePairsGrid, RunsCoverTheItemsAndTheirRowsFit) {
+  const DeviceFacts d = h200();
+  using IQ4 = FormatTraits<QuantType::IQ4_XS>;
+  using IQ2 = FormatTraits<QuantType::IQ2_XXS>;
+  // the moe_proj benchmark's projection at 1, 8 and 16 tokens (top-8: x rows are tokens)
+  for (int64_t tokens : {1, 8, 16}) {
+    check_grid<IQ4, false>({768, 2048, tokens * 8, 8}, d);
+    check_grid<IQ2, false>({768, 2048, tokens * 8, 8}, d);
+    // a layer's gate/up (2 x 768 rows, one item per output) and down (x rows are pairs)
+    check_grid<IQ4, true>({1536, 2048, tokens * 8, 8}, d);
+    check_grid<IQ4, false>({2048, 768, tokens * 8, 1}, d);
+    check_grid<IQ2, true>({4096, 7168, tokens * 8, 8}, d);
+  }
+  // few rows per pair and many pairs: a run spans many pairs and reads many rows
+  check_grid<IQ4, false>({24, 512, 4000, 1}, d);
+  check_grid<IQ4, true>({2, 256, 3001, 3}, d);
+  // one token's row of 131072 activations fits one block, two of them do not: runs of one item
+  check_grid<IQ4, false>({24, 131072, 4, 4}, d);
+}
+
+TEST(LanePairsGrid, DeclinesWhereNoRunFits) {
+  const DeviceFacts d = h200();
+  using IQ4 = FormatTraits<QuantType::IQ4_XS>;
+  // two rows of 131072 activations (each 144 KB with its scales) exceed a block's 227 KB
+  EXPECT_FALSE((lane_pairs_grid<IQ4, false>(24, 131072, 28, 4, d).fits));
+  // a row past the shared memory of a device that offers less
+  DeviceFacts small = d;
+  small.shared_per_block_optin = 48 * 1024;
+  EXPECT_FALSE((lane_pairs_grid<IQ4, false>(768, 65536, 1, 1, small).fits));
+  EXPECT_TRUE((lane_pairs_grid<IQ4, false>(768, 32768, 1, 1, small).fits));
+  // no items: nothing to launch
+  EXPECT_FALSE((lane_pairs_grid<IQ4, false>(768, 2048, 0, 8, d).fits));
+}
+
+TEST(LanePairsGrid, BlockRowsOfARun) {
+  // items of 10 per pair, pairs p / 4 -> rows: items [35, 95) are pairs 3..9, rows 0..2
+  const LaneBlockRows r = lane_block_rows(35, 95, 10, 4);
+  EXPECT_EQ(r.first, 0);
+  EXPECT_EQ(r.count, 3);
+  EXPECT_EQ(lane_max_block_rows(60, 10, 4, 100), 3);  // 60 items span at most 7 pairs: 3 rows
+  EXPECT_EQ(lane_max_block_rows(60, 10, 1, 5), 5);    // never more than the rows there are
+  EXPECT_EQ(lane_items_per_pair(768, false, 2), 384);
+  EXPECT_EQ(lane_items_per_pair(769, false, 2), 385);
+  EXPECT_EQ(lane_items_per_pair(1536, true, 2), 768);
+}
+
+}  // namespace
+}  // namespace lowbit::cuda_detail
