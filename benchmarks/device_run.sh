@@ -128,11 +128,11 @@ for step in "${steps[@]}"; do
       python3 -X faulthandler benchmarks/profile_moe.py ${PROFILE_MOE_ARGS:-} > "$OUT/profile-moe.txt" 2>&1
       echo "profile-moe rc=$?"; cat "$OUT/profile-moe.txt" ;;
     ncu-moe)
-      # the vector MoE's pairs kernel (the int8 MMVQ) of moe_proj for NCU_TYPES at NCU_M tokens (an
+      # the vector MoE's pairs kernel (the lane or the int8 MMVQ) of moe_proj for NCU_TYPES at NCU_M tokens (an
       # eager call: the third, after two warm-up calls)
       for t in ${NCU_TYPES:-iq4_xs}; do
         for m in ${NCU_M:-8}; do
-          ncu --clock-control none -k regex:mmvq_int8 --launch-skip 2 --launch-count 1 --kill yes --section SpeedOfLight \
+          ncu --clock-control none -k regex:"mmvq_(lane|int8)_kernel" --launch-skip 2 --launch-count 1 --kill yes --section SpeedOfLight \
             --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
             --section MemoryWorkloadAnalysis python3 benchmarks/profile_moe.py --types "$t" --tokens "$m" --ops moe_proj \
             > "$OUT/ncu-moe-$t-m$m.txt" 2>&1
