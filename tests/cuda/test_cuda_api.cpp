@@ -11,6 +11,7 @@
 #include "../cpp/test_support.h"
 #include "lowbit/cpu.h"
 #include "lowbit/cuda.h"
+#include "lowbit/cuda_moe.h"
 #include "lowbit/error.h"
 #include "lowbit/formats/common.h"
 
@@ -240,6 +241,105 @@ TEST(CudaApiKernels, ExecuteRunsEveryPassAndTheDequantStep) {
               cuda::execute(dq, dev, dx.ptr, FloatType::F32, k, dy.ptr, n, nullptr, 0, nullptr);
             }).find("workspace"),
             std::string::npos);
+}
+
+// bf16 bits of v, rounded to nearest even (v finite)
+uint16_t to_bf16(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+float from_bf16(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float v;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+// The vector MoE projection through both entry points (the table of local experts from
+// moe_pair_experts, and the router's ids read by the kernel): the same bits, exact zeros for the
+// pairs without a local expert (ids -1, below the rank's first expert, past its last), and the
+// others within the int8 activations' bound of the float64 product. Outputs poisoned first.
+TEST(CudaApiMoe, VectorProjectionOverIdsAndOverTheExpertTable) {
+  REQUIRE_GPU();
+  const QuantType t = QuantType::IQ4_XS;
+  const int64_t experts = 5, n = 40, k = 512, tokens = 3, top_k = 3, pairs = tokens * top_k, begin = 2;
+  std::mt19937 rng(20261201);
+  const auto w = random_weight(t, experts * n, k, rng);
+  std::vector<float> dequantized(experts * n * k);
+  WeightView host{w.data(), row_bytes(t, k), n * row_bytes(t, k), nullptr, 0, 0};
+  cpu::dequantize(t, host, experts * n, k, dequantized.data(), FloatType::F32, k);
+  std::normal_distribution<float> normal;
+  std::vector<uint16_t> x(tokens * k);
+  for (auto& v : x) v = to_bf16(normal(rng));
+  // valid ids begin .. begin + E - 1, and -1, begin - 1, begin + E
+  const std::vector<int32_t> ids = {3, 6, -1, 2, 1, 4, 7, 5, 2};
+  std::vector<double> exact(pairs * n, 0.0);
+  std::vector<bool> local(pairs);
+  for (int64_t p = 0; p < pairs; ++p) {
+    const int64_t e = ids[p] - begin;
+    local[p] = ids[p] >= 0 && e >= 0 && e < experts;
+    if (!local[p]) continue;
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t c = 0; c < k; ++c)
+        s += static_cast<double>(from_bf16(x[p / top_k * k + c])) * dequantized[(e * n + j) * k + c];
+      exact[p * n + j] = s;
+    }
+  }
+
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  DeviceBuffer<uint8_t> dw(w.size());
+  DeviceBuffer<uint16_t> dx(x.size());
+  DeviceBuffer<int32_t> dids(ids.size()), dtable(ids.size());
+  DeviceBuffer<float> dy(pairs * n);
+  cudaMemcpyAsync(dw.ptr, w.data(), w.size(), cudaMemcpyHostToDevice, stream);
+  cudaMemcpyAsync(dx.ptr, x.data(), x.size() * 2, cudaMemcpyHostToDevice, stream);
+  cudaMemcpyAsync(dids.ptr, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice, stream);
+  cuda::MoeProjection proj;
+  proj.type = t;
+  proj.w = WeightView{dw.ptr, row_bytes(t, k), n * row_bytes(t, k), nullptr, 0, 0};
+  proj.experts = experts;
+  proj.n = n;
+  proj.k = k;
+  proj.x = dx.ptr;
+  proj.x_row_stride = k;
+  proj.x_pair_divisor = top_k;
+  proj.pairs = pairs;
+  proj.y = dy.ptr;
+  proj.y_row_stride = n;
+  const size_t ws_bytes = cuda::moe_vec_workspace_bytes(proj);
+  DeviceBuffer<uint8_t> ws(ws_bytes > 0 ? ws_bytes : 1);
+  auto run = [&](auto launch) {
+    cudaMemsetAsync(dy.ptr, 0xFF, pairs * n * sizeof(float), stream);  // NaN poison
+    launch();
+    std::vector<float> y(pairs * n);
+    cudaMemcpyAsync(y.data(), dy.ptr, y.size() * sizeof(float), cudaMemcpyDeviceToHost, stream);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    return y;
+  };
+  const auto by_table = run([&] {
+    cuda::moe_pair_experts({dids.ptr, false}, pairs, experts, begin, dtable.ptr, stream);
+    cuda::moe_vec(proj, dtable.ptr, ws.ptr, ws_bytes, stream);
+  });
+  const auto by_ids =
+      run([&] { cuda::moe_vec(proj, cuda::ExpertIds{dids.ptr, false}, begin, ws.ptr, ws_bytes, stream); });
+  EXPECT_EQ(std::memcmp(by_table.data(), by_ids.data(), by_ids.size() * sizeof(float)), 0);
+  double diff = 0, norm = 0;
+  for (int64_t p = 0; p < pairs; ++p)
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = by_ids[p * n + j];
+      if (!local[p]) {
+        EXPECT_EQ(v, 0.0f) << "pair " << p << " row " << j;
+        continue;
+      }
+      EXPECT_TRUE(std::isfinite(v)) << "pair " << p << " row " << j << " not written";
+      diff += (v - exact[p * n + j]) * (v - exact[p * n + j]);
+      norm += exact[p * n + j] * exact[p * n + j];
+    }
+  EXPECT_LT(std::sqrt(diff / norm), 3e-2);  // int8 activations per 32 values over K = 512
+  cudaStreamDestroy(stream);
 }
 
 TEST(CudaApiErrors, NameTheArgument) {
