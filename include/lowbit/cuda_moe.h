@@ -72,7 +72,8 @@ struct MoeProjection {
 // Vector kernel: one pass over each pair's expert rows; pairs whose pair_experts[p] is outside
 // [0, experts) get zero rows. Weight types with an int8 form (moe_vec_int8) multiply in int8 with
 // the activation rows quantized per 32 values (lowbit/moe_policy.h states the precision): inside
-// the kernel where a row fits a block's shared memory, else into `workspace` first.
+// the kernel where a row fits a block's shared memory, else into `workspace` first (decided at
+// launch from the device's shared memory, so the workspace is always asked for):
 // workspace_bytes >= moe_vec_workspace_bytes(proj), 16-byte aligned; nullptr where that is 0.
 size_t moe_vec_workspace_bytes(const MoeProjection& proj);
 void moe_vec(const MoeProjection& proj, const int32_t* pair_experts, void* workspace, size_t workspace_bytes,

@@ -72,15 +72,18 @@ TEST(LanePairsGrid, RunsCoverTheItemsAndTheirRowsFit) {
   // few rows per pair and many pairs: a run spans many pairs and reads many rows
   check_grid<IQ4, false>({24, 512, 4000, 1}, d);
   check_grid<IQ4, true>({2, 256, 3001, 3}, d);
-  // one token's row of 131072 activations fits one block, two of them do not: runs of one item
+  // a row of 131072 activations fits one block, two of them do not: runs of one item
   check_grid<IQ4, false>({24, 131072, 4, 4}, d);
+  check_grid<IQ4, false>({24, 131072, 28, 4}, d);
+  check_grid<IQ4, true>({48, 131072, 9, 1}, d);
 }
 
 TEST(LanePairsGrid, DeclinesWhereNoRunFits) {
   const DeviceFacts d = h200();
   using IQ4 = FormatTraits<QuantType::IQ4_XS>;
-  // two rows of 131072 activations (each 144 KB with its scales) exceed a block's 227 KB
-  EXPECT_FALSE((lane_pairs_grid<IQ4, false>(24, 131072, 28, 4, d).fits));
+  // one row of 212992 activations (234 KB with its scales) exceeds a block's 227 KB
+  EXPECT_FALSE((lane_pairs_grid<IQ4, false>(24, 212992, 28, 4, d).fits));
+  EXPECT_FALSE((lane_pairs_grid<IQ4, false>(24, 212992, 1, 1, d).fits));
   // a row past the shared memory of a device that offers less
   DeviceFacts small = d;
   small.shared_per_block_optin = 48 * 1024;
@@ -97,6 +100,10 @@ TEST(LanePairsGrid, BlockRowsOfARun) {
   EXPECT_EQ(r.count, 3);
   EXPECT_EQ(lane_max_block_rows(60, 10, 4, 100), 3);  // 60 items span at most 7 pairs: 3 rows
   EXPECT_EQ(lane_max_block_rows(60, 10, 1, 5), 5);    // never more than the rows there are
+  EXPECT_EQ(lane_max_block_rows(1, 10, 1, 100), 1);   // one item: one pair, one row
+  EXPECT_EQ(lane_max_block_rows(11, 10, 1, 100), 2);  // 11 items span two pairs at most
+  EXPECT_EQ(lane_max_block_rows(12, 10, 1, 100), 3);  // 12 items can touch three
+  EXPECT_EQ(lane_max_block_rows(12, 10, 8, 100), 2);  // three consecutive pairs: two rows of eight
   EXPECT_EQ(lane_items_per_pair(768, false, 2), 384);
   EXPECT_EQ(lane_items_per_pair(769, false, 2), 385);
   EXPECT_EQ(lane_items_per_pair(1536, true, 2), 768);

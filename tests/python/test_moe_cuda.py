@@ -181,9 +181,9 @@ def pair_reference(x, w, qtype, scales, ids, top_k, begin=0) -> torch.Tensor:
 
 VEC_TYPES = [
     (QuantType.IQ4_XS, 2048, 768),  # the moe_proj benchmark's shape
-    # two activation rows past a block's shared memory: the tensor-core pairs kernel and its
-    # prologue (from 7 tokens; one token's single row still fits the lane kernel's block)
-    (QuantType.IQ4_XS, 131072, 24),
+    # an activation row past a block's shared memory (234 KB of codes and scales against the
+    # H200's 227 KB): the tensor-core pairs kernel and its prologue
+    (QuantType.IQ4_XS, 212992, 24),
     (QuantType.IQ2_XXS, 256 * 3, 70),  # three units, an N tail (70 = 4 tiles + 6)
     (QuantType.IQ2_XS, 512, 33),  # 16-weight scales
     (QuantType.IQ1_M, 256, 40),

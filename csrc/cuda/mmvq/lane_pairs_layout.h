@@ -22,10 +22,11 @@ constexpr LaneBlockRows lane_block_rows(int64_t begin, int64_t end, int64_t per_
   const int64_t first = begin / per_pair / divisor, last = (end - 1) / per_pair / divisor;
   return {first, static_cast<int>(last - first + 1)};
 }
-// The most rows any run of `run` items reads: it spans at most (run - 1) / per_pair + 2 pairs.
+// The most rows any run of `run` items reads: it spans at most ceil((run - 1) / per_pair) + 1
+// pairs, and P consecutive pairs at most ceil((P - 1) / divisor) + 1 rows (a run of one item: one).
 constexpr int64_t lane_max_block_rows(int64_t run, int64_t per_pair, int64_t divisor, int64_t total_rows) {
-  const int64_t pairs = (run - 1) / per_pair + 2;
-  const int64_t rows = (pairs + divisor - 1) / divisor + 1;
+  const int64_t pairs = (run - 1 + per_pair - 1) / per_pair + 1;
+  const int64_t rows = (pairs - 1 + divisor - 1) / divisor + 1;
   return rows < total_rows ? rows : total_rows;
 }
 
