@@ -65,8 +65,9 @@ struct MoeProjection {
   int64_t x_row_stride = 0;
   int64_t x_pair_divisor = 1;  // top_k when x holds tokens, 1 when it holds one row per pair
   int64_t pairs = 0;
-  float* y = nullptr;  // [pairs, N] with row stride y_row_stride
+  void* y = nullptr;  // [pairs, N] in y_type with row stride y_row_stride
   int64_t y_row_stride = 0;
+  FloatType y_type = FloatType::F32;  // moe_vec: F32, BF16 or F16 (rounded once); moe_batched: F32
 };
 
 // Vector kernel: one pass over each pair's expert rows; pairs whose pair_experts[p] is outside

@@ -218,12 +218,12 @@ def test_moe_vec_equals_its_arithmetic(qtype, k, n, tokens, rng: np.random.Gener
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         xd = x.to(dev(), dtype)
         ref = pair_reference(xd, w, qtype, s, ids_d, top_k, begin)
-        torch.cuda.empty_cache()  # the float32 output lands on the freed NaN block: all of it must be written
-        bait = torch.full((tokens * top_k, n), float("nan"), device=dev())
+        torch.cuda.empty_cache()  # the output (x's dtype) lands on the freed NaN block: all of it must be written
+        bait = torch.full((tokens * top_k, n), float("nan"), device=dev(), dtype=dtype)
         poisoned = bait.data_ptr()
         del bait
         out = moe_vec(xd, w, qtype, ids_d, top_k, scales=s, expert_range=(begin, begin + experts))
-        assert dtype != torch.float32 or out.data_ptr() == poisoned, "the poisoned block was not reused"
+        assert out.dtype == dtype and out.data_ptr() == poisoned, "the poisoned block was not reused"
         out = out.float()
         assert out.shape == (tokens * top_k, n)
         assert bool(torch.isfinite(out).all())

@@ -201,6 +201,12 @@ __global__ void __launch_bounds__(32 * (kMode != MmvqMode::kDense ? MmvqInt8Tili
   __syncthreads();  // staging is reused for the cross-warp sum
   if constexpr (kPairs) point_at_pair_output<kGated>(a);
   if constexpr (kGated) return reduce_and_store_gated(a, reinterpret_cast<float*>(staging), acc, rows, warp, lane);
+  if constexpr (kPairs) {  // the op's dtype (a uniform branch: reduce_and_store synchronizes the block)
+    if (a.pairs.out_type == FloatType::BF16)
+      return reduce_and_store<1, __nv_bfloat16>(a, reinterpret_cast<float*>(staging), acc, rows.lo, warp, lane);
+    if (a.pairs.out_type == FloatType::F16)
+      return reduce_and_store<1, __half>(a, reinterpret_cast<float*>(staging), acc, rows.lo, warp, lane);
+  }
   reduce_and_store<1, Act>(a, reinterpret_cast<float*>(staging), acc, rows.lo, warp, lane);
 }
 

@@ -34,11 +34,11 @@ __device__ __forceinline__ uint32_t block_pair(const MmvqArgs& a) {
   return blockIdx.x / static_cast<uint32_t>(pair_tiles(a, kGated));
 }
 
-// Points a.y at the block's pair's output row (bf16 when gated, else float32).
+// Points a.y at the block's pair's output row (bf16 when gated, else in a.pairs.out_type).
 template <bool kGated>
-__device__ __forceinline__ void point_at_pair_output(MmvqArgs& a) {
-  using Out = std::conditional_t<kGated, __nv_bfloat16, float>;
-  a.y = static_cast<Out*>(a.y) + static_cast<int64_t>(block_pair<kGated>(a)) * a.y_row_stride;
+__device__ __forceinline__ void point_at_pair_output(MmvqPairArgs& a) {
+  const int64_t bytes = kGated || a.pairs.out_type != FloatType::F32 ? 2 : 4;
+  a.y = static_cast<uint8_t*>(a.y) + static_cast<int64_t>(block_pair<kGated>(a)) * a.y_row_stride * bytes;
 }
 
 // Sets the block's tile rows, rebases `a` to its pair's expert (weights, split scales) as a
@@ -63,7 +63,7 @@ __device__ __forceinline__ bool enter_pair(MmvqPairArgs& a, TileRows& rows, int&
     if constexpr (kGated) {
       if (r < 8 && rows.exists(r)) static_cast<__nv_bfloat16*>(a.y)[rows.row(r)] = __float2bfloat16_rn(0.0f);
     } else {
-      if (r < 16 && rows.exists(r)) static_cast<float*>(a.y)[rows.row(r)] = 0.0f;
+      if (r < 16 && rows.exists(r)) store_float_as(a.y, a.pairs.out_type, rows.row(r), 0.0f);
     }
     return false;
   }

@@ -183,6 +183,16 @@ __device__ __forceinline__ __half from_float<__half>(float v) {
   return __float2half_rn(v);
 }
 
+// v written as y[i] in a type named at run time (the pairs modes' plain outputs: the op's dtype).
+__device__ __forceinline__ void store_float_as(void* y, FloatType type, int64_t i, float v) {
+  if (type == FloatType::BF16)
+    static_cast<__nv_bfloat16*>(y)[i] = from_float<__nv_bfloat16>(v);
+  else if (type == FloatType::F16)
+    static_cast<__half*>(y)[i] = from_float<__half>(v);
+  else
+    static_cast<float*>(y)[i] = v;
+}
+
 // Sums the warps' mma accumulators (the m16n8 C fragment layout) in a fixed order and writes y.
 // `partial` holds (warps of the block) * kTiles * 128 floats and may alias the staging (the
 // caller has synchronized the block after the last read of it).

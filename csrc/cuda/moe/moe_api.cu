@@ -69,6 +69,7 @@ cuda_detail::MoeProjArgs proj_args(const MoeProjection& p, bool gated, Activatio
   a.x_pair_divisor = p.x_pair_divisor;
   a.pairs = p.pairs;
   a.out = p.y;
+  a.out_type = p.y_type;
   a.out_row_stride = p.y_row_stride;
   a.gated = gated;
   a.activation = act;
@@ -184,6 +185,8 @@ namespace {
 void run_moe_vec(const MoeProjection& proj, const cuda_detail::PairExperts& experts, void* workspace,
                  size_t workspace_bytes, cudaStream_t stream) {
   check_projection(proj, proj.n, "moe_vec");
+  LOWBIT_CHECK(proj.y_type == FloatType::F32 || proj.y_type == FloatType::BF16 || proj.y_type == FloatType::F16,
+               "y_type: must be F32, BF16 or F16, got ", static_cast<int>(proj.y_type));
   check_vec_grid(proj.type, proj.pairs, proj.n, false);
   const size_t need = moe_vec_workspace_bytes(proj);
   LOWBIT_CHECK(need == 0 || (workspace != nullptr && workspace_bytes >= need && aligned(workspace, 16)),
@@ -219,6 +222,8 @@ size_t moe_batched_workspace_bytes(const MoeProjection& proj, int block_size) {
 void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStream_t stream, void* workspace,
                  size_t workspace_bytes) {
   check_projection(proj, proj.n, "moe_batched");
+  LOWBIT_CHECK(proj.y_type == FloatType::F32, "y_type: moe_batched writes float32 (FloatType::F32), got ",
+               static_cast<int>(proj.y_type));
   LOWBIT_CHECK(routing.block_size >= 1 && routing.block_size <= 1024, "routing: block_size must be in [1, 1024], got ",
                routing.block_size);
   check_routing(routing, proj.pairs, proj.experts, routing.block_size);

@@ -39,8 +39,9 @@ struct MoeProjArgs {
   // vector kernel of a type with an int8 form: the activations quantized to int8
   // (moe_vec_activation_bytes for ceil(pairs / x_pair_divisor) rows)
   uint8_t* int8_activations;
-  void* out;  // float32, or bf16 bits when gated
+  void* out;  // out_type, or bf16 bits when gated
   int64_t out_row_stride;
+  FloatType out_type;  // plain outputs: F32 (the batched kernels), BF16 or F16
   bool gated;
   Activation activation;
 };

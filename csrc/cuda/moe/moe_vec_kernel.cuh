@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kMoeVecThreads) moe_vec_kernel(MoeProjArgs a) 
   } else {
 #pragma unroll
     for (int r = 0; r < kMoeVecRowsPerWarp; ++r)
-      if (valid[r]) static_cast<float*>(a.out)[pair * a.out_row_stride + out_j[r]] = acc[r];
+      if (valid[r]) store_float_as(a.out, a.out_type, pair * a.out_row_stride + out_j[r], acc[r]);
   }
 }
 
@@ -114,6 +114,7 @@ void launch_moe_vec_int8(const MoeProjArgs& a, cudaStream_t stream) {
   m.pairs.scale_expert_stride = a.scale_expert_stride;
   // (a divisor past the pairs maps every pair to row 0, as does `pairs`: the kernels divide in 32 bits)
   m.pairs.x_pair_divisor = a.x_pair_divisor < a.pairs ? a.x_pair_divisor : (a.pairs > 0 ? a.pairs : 1);
+  m.pairs.out_type = a.out_type;
   m.pairs.gated = a.gated;
   m.pairs.activation = a.activation;
   if (launch_mmvq_lane_pairs<Traits>(m, stream)) return;

@@ -38,8 +38,11 @@ cuda::MoeProjection projection(const WeightArg& w, const at::Tensor& xb, int64_t
   p.x_row_stride = xb.stride(0);
   p.x_pair_divisor = top_k;
   p.pairs = pairs;
-  p.y = y.data_ptr<float>();
+  p.y = y.data_ptr();
   p.y_row_stride = w.rows;
+  p.y_type = y.scalar_type() == at::kBFloat16 ? FloatType::BF16
+             : y.scalar_type() == at::kHalf   ? FloatType::F16
+                                              : FloatType::F32;
   return p;
 }
 
@@ -74,8 +77,8 @@ at::Tensor moe_vec_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype,
   const c10::cuda::CUDAGuard guard(w.device());
   at::Tensor keep;
   const WeightArg wa = aligned_weight(p.w, w, keep);
-  at::Tensor y = at::empty({p.pairs, p.w.rows}, x.options().dtype(at::kFloat));
-  if (p.pairs == 0) return y.to(x.scalar_type());
+  at::Tensor y = at::empty({p.pairs, p.w.rows}, x.options());  // written in x's dtype by the kernel
+  if (p.pairs == 0) return y;
   const at::Tensor xb = bf16_rows(x), ids = topk_ids.contiguous();
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const cuda::MoeProjection proj = projection(wa, xb, top_k, p.pairs, y);
@@ -86,7 +89,7 @@ at::Tensor moe_vec_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype,
     cuda::moe_vec(proj, expert_ids(ids), p.begin, ws_bytes > 0 ? ws.data_ptr() : nullptr, static_cast<size_t>(ws_bytes),
                   stream);
   });
-  return y.to(x.scalar_type());
+  return y;
 }
 
 at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
