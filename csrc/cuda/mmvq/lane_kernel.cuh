@@ -455,7 +455,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
               __float2bfloat16_rn(moe_activate(a.pairs.activation, total) * up);
       } else {
         const int64_t row = static_cast<int64_t>(g) * kRows + index;
-        if (store && row < a.n) store_float_as(a.y, a.pairs.out_type, static_cast<int64_t>(pair) * a.y_row_stride + row, total);
+        if (store && row < a.n)
+          store_float_as(a.y, a.pairs.out_type, static_cast<int64_t>(pair) * a.y_row_stride + row, total);
       }
     } else {
       const int64_t row = group * kRows + index / kTokens;

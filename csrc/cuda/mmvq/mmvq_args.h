@@ -26,7 +26,7 @@ struct MmvqPairs {
   int64_t w_expert_stride = 0;  // bytes
   int64_t scale_expert_stride = 0;
   int64_t x_pair_divisor = 1;
-  int64_t items_per_block = 0;  // lane kernel
+  int64_t items_per_block = 0;          // lane kernel
   FloatType out_type = FloatType::F32;  // plain outputs (gated: bf16)
   bool gated = false;
   Activation activation = Activation::kSiLU;
