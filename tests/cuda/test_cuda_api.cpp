@@ -339,6 +339,22 @@ TEST(CudaApiMoe, VectorProjectionOverIdsAndOverTheExpertTable) {
       norm += exact[p * n + j] * exact[p * n + j];
     }
   EXPECT_LT(std::sqrt(diff / norm), 3e-2);  // int8 activations per 32 values over K = 512
+
+  // y in bf16: the float32 result rounded once (to nearest even), every element written
+  DeviceBuffer<uint16_t> dyb(pairs * n);
+  cudaMemsetAsync(dyb.ptr, 0xFF, pairs * n * 2, stream);  // NaN poison
+  cuda::MoeProjection proj_bf16 = proj;
+  proj_bf16.y = dyb.ptr;
+  proj_bf16.y_type = FloatType::BF16;
+  cuda::moe_vec(proj_bf16, cuda::ExpertIds{dids.ptr, false}, begin, ws.ptr, ws_bytes, stream);
+  std::vector<uint16_t> yb(pairs * n);
+  cudaMemcpyAsync(yb.data(), dyb.ptr, yb.size() * 2, cudaMemcpyDeviceToHost, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  for (int64_t i = 0; i < pairs * n; ++i) EXPECT_EQ(yb[i], to_bf16(by_ids[i])) << "element " << i;
+  // the batched kernel writes float32 only, and says so
+  cuda::MoeRouting routing;
+  EXPECT_NE(error_message([&] { cuda::moe_batched(proj_bf16, routing, stream); }).find("y_type: moe_batched writes"),
+            std::string::npos);
   cudaStreamDestroy(stream);
 }
 

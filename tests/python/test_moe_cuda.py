@@ -223,7 +223,8 @@ def test_moe_vec_equals_its_arithmetic(qtype, k, n, tokens, rng: np.random.Gener
         poisoned = bait.data_ptr()
         del bait
         out = moe_vec(xd, w, qtype, ids_d, top_k, scales=s, expert_range=(begin, begin + experts))
-        assert out.dtype == dtype and out.data_ptr() == poisoned, "the poisoned block was not reused"
+        assert out.dtype == dtype
+        assert out.data_ptr() == poisoned, "the poisoned block was not reused"
         out = out.float()
         assert out.shape == (tokens * top_k, n)
         assert bool(torch.isfinite(out).all())

@@ -17,7 +17,8 @@ namespace lowbit::cuda_detail {
 // Pairs mode of the MMVQ kernels (the MoE vector projection): one launch over routed
 // (row of x, expert) pairs, pair p taking the activations of row p / x_pair_divisor, its expert's
 // rows and output row p of y. gated: the expert holds 2n' rows (n' gate rows, then n' up rows;
-// MmvqArgs::n = 2n') and y is bf16 act(gate . x) * (up . x) [pairs][n']; otherwise y is float32.
+// MmvqArgs::n = 2n') and y is bf16 act(gate . x) * (up . x) [pairs][n']; otherwise y is in
+// out_type (float32, bf16 or fp16, rounded once).
 // The int8 tensor-core kernel takes a block per (pair, row tile) (mmvq_pairs.cuh), the dp4a lane
 // kernel a run of items_per_block (pair, row group) items per block (lane_pairs.cuh).
 struct MmvqPairs {

@@ -87,6 +87,8 @@ void check_projection(const MoeProjection& p, int64_t rows, const char* op) {
   LOWBIT_CHECK(p.x_row_stride >= p.k && p.x_row_stride % 8 == 0, "x: row stride ", p.x_row_stride,
                " must be >= K = ", p.k, " and a multiple of 8 elements");
   LOWBIT_CHECK(p.pairs == 0 || p.y != nullptr, "y: pointer is null");
+  LOWBIT_CHECK(aligned(p.y, p.y_type == FloatType::F32 ? 4 : 2), "y: must be aligned to its element (",
+               p.y_type == FloatType::F32 ? 4 : 2, " bytes)");
   LOWBIT_CHECK(p.y_row_stride >= p.n, "y: row stride ", p.y_row_stride, " must be >= N = ", p.n);
 }
 

@@ -15,7 +15,7 @@ namespace lowbit::cuda_detail {
 
 // One projection over routed pairs (lowbit/cuda_moe.h, MoeProjection) in kernel terms.
 // gated: the weight holds 2 * n rows (gate rows, then up rows) and the output is the bf16
-// act(gate_j . x) * (up_j . x) for j < n; otherwise the float32 row_j . x.
+// act(gate_j . x) * (up_j . x) for j < n; otherwise row_j . x in out_type.
 struct MoeProjArgs {
   const uint8_t* w;
   int64_t w_row_stride;     // bytes

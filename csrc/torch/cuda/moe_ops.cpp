@@ -40,9 +40,7 @@ cuda::MoeProjection projection(const WeightArg& w, const at::Tensor& xb, int64_t
   p.pairs = pairs;
   p.y = y.data_ptr();
   p.y_row_stride = w.rows;
-  p.y_type = y.scalar_type() == at::kBFloat16 ? FloatType::BF16
-             : y.scalar_type() == at::kHalf   ? FloatType::F16
-                                              : FloatType::F32;
+  p.y_type = float_type(y.scalar_type());
   return p;
 }
 
