@@ -48,17 +48,24 @@ def commit_id() -> str:
         return "unknown"
 
 
-def time_calls(call: Callable[[int], object], calls: int, iters: int) -> tuple[float, float]:
-    """(graph-replay median, plain-launch median) per call, in microseconds."""
+def warm_and_capture(call: Callable[[int], object], calls: int) -> torch.cuda.CUDAGraph:
+    """call(0) .. call(calls - 1) once eagerly (module load, allocator, cuBLAS handles), then
+    captured in one CUDA graph on a side stream."""
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
-        for r in range(calls):  # warm-up: module load, allocator, cuBLAS handles
+        for r in range(calls):
             call(r)
     stream.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
         for r in range(calls):
             call(r)
+    return graph
+
+
+def time_calls(call: Callable[[int], object], calls: int, iters: int) -> tuple[float, float]:
+    """(graph-replay median, plain-launch median) per call, in microseconds."""
+    graph = warm_and_capture(call, calls)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(3):
         graph.replay()

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import torch
+from bench_dense import warm_and_capture
 from bench_moe import balanced_ids, random_experts
 from lowbit import QuantType
 from lowbit.moe import moe_align, moe_batched, moe_block_size, moe_layer, moe_vec
@@ -27,15 +28,7 @@ ROTATION = 3
 
 
 def profile(label: str, call: Callable[[int], object]) -> None:
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        for r in range(ROTATION):
-            call(r)
-    stream.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=stream):
-        for r in range(ROTATION):
-            call(r)
+    g = warm_and_capture(call, ROTATION)
     g.replay()
     torch.cuda.synchronize()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
