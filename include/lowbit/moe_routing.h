@@ -18,7 +18,8 @@
 namespace lowbit {
 
 // The local expert of global id `id` for a rank holding [begin, begin + experts), or -1.
-inline int32_t moe_local_expert(int64_t id, int64_t begin, int64_t experts) {
+// (constexpr: the CUDA kernels read ids through it too, csrc/cuda/common/pair_experts.h.)
+constexpr int32_t moe_local_expert(int64_t id, int64_t begin, int64_t experts) {
   const int64_t e = id - begin;
   return (id >= 0 && e >= 0 && e < experts) ? static_cast<int32_t>(e) : -1;
 }

@@ -1,8 +1,10 @@
-// The MoE kernels' view of the router's expert ids (kept apart from the routing kernels so that
-// the MMVQ pairs modes, the float vector kernel and the combine read them the same way).
+// The MoE kernels' view of the router's expert ids: the MMVQ pairs modes, the float vector kernel,
+// the routing and the combine map them through lowbit::moe_local_expert, as the CPU reference does.
 #pragma once
 
 #include <cstdint>
+
+#include "lowbit/moe_routing.h"
 
 namespace lowbit::cuda_detail {
 
@@ -18,9 +20,7 @@ struct PairExperts {
 #ifdef __CUDACC__
   __device__ __forceinline__ int32_t of(int64_t pair) const {
     const int64_t id = int64 ? static_cast<const int64_t*>(ids)[pair] : static_cast<const int32_t*>(ids)[pair];
-    if (id < 0) return -1;
-    const int64_t e = id - begin;
-    return e >= 0 && e < experts ? static_cast<int32_t>(e) : -1;
+    return moe_local_expert(id, begin, experts);
   }
 #endif
 };
