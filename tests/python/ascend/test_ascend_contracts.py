@@ -8,7 +8,7 @@ import lowbit
 import lowbit.ascend as ascend
 import pytest
 import torch
-from ascend_helpers import check_moe_tight, random_topk
+from ascend_helpers import E4M3_REL, check_moe_tight, random_topk
 from lowbit import QuantType
 
 
@@ -90,14 +90,14 @@ def test_format_cast_of_fp4_on_the_950_reports_nz_c0_16_with_16_byte_tiles(npu, 
 
 
 def test_routing_rejects_ids_above_expert_num_and_ep_passes_the_global_count(npu, trng) -> None:
-    x = torch.randn(4, 64, generator=trng).to(torch.bfloat16)
+    x = torch.randn(4, 256, generator=trng).to(torch.bfloat16)
     ids = torch.tensor([[0, 5], [1, 2], [3, 4], [2, 1]], dtype=torch.int32)
     with pytest.raises(ValueError, match="expert_idx: holds id 5 > expert_num = 4"):
         tnpu.npu_moe_init_routing_v2(x, ids, expert_num=4, active_expert_range=[2, 4])
     with pytest.raises(ValueError, match="active_expert_range: its end 5"):
         tnpu.npu_moe_init_routing_v2(x, ids, expert_num=4, active_expert_range=[2, 5])
-    w13, s13 = lowbit.quantize(torch.randn(2, 128, 64, generator=trng) / 8, QuantType.MXFP8_E4M3)
-    w2, s2 = lowbit.quantize(torch.randn(2, 64, 64, generator=trng) / 8, QuantType.MXFP8_E4M3)
+    w13, s13 = lowbit.quantize(torch.randn(2, 256, 256, generator=trng) / 16, QuantType.MXFP8_E4M3)
+    w2, s2 = lowbit.quantize(torch.randn(2, 256, 128, generator=trng) / 16, QuantType.MXFP8_E4M3)
     weights = torch.rand(4, 2, generator=trng) + 0.1
     ids[1, 0] = -1
     common = dict(w13_type="mxfp8_e4m3", w2_type="mxfp8_e4m3", w13_scales=s13, w2_scales=s2, expert_range=(2, 4))
@@ -110,7 +110,11 @@ def test_routing_rejects_ids_above_expert_num_and_ep_passes_the_global_count(npu
     t8 = QuantType.MXFP8_E4M3
     check_moe_tight(npu, x, weights, ids, (w13, s13, t8), (w2, s2, t8), out, expert_range=(2, 4))
     ref = lowbit.fused_moe(x.float(), w13, w2, weights, ids, num_global_experts=6, **common)
-    assert float((out.double() - ref.double()).norm() / ref.double().norm()) <= 0.125
+    # x and act(gate) * up quantized to MXFP8 on the device (the bound of test_ascend_moe.py). H = 256
+    # and I = 128 so that the three local pairs' errors average: at H = I = 64 the error's tail
+    # passed the first-order bound (0.135 at seed 2317780036, one of 36 runs of the suite); at these
+    # sizes 210 seeds gave 0.055 +- 0.009, the largest 0.077.
+    assert float((out.double() - ref.double()).norm() / ref.double().norm()) <= 2 * E4M3_REL
 
 
 def _gmm_swiglu(x, xs, w, ws, counts, quant_dtype, **kwargs):
