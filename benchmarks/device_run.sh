@@ -92,7 +92,7 @@ for step in "${steps[@]}"; do
       # the MoE kernels and routing under memcheck (small token counts; racecheck for the routing)
       compute-sanitizer --tool memcheck --error-exitcode 3 \
         timeout 500 python3 -m pytest -q -p no:cacheprovider tests/python/test_moe_cuda.py tests/python/test_moe_ops.py \
-        -k "${SANITIZE_MOE_FILTER:-not 4096 and not 1000 and not 2_to_the_31 and not graph}" > "$OUT/sanitize-moe.log" 2>&1
+        -k "${SANITIZE_MOE_FILTER:-not 4096 and not 1000 and not 2_to_the_31 and not graph and not 212992}" > "$OUT/sanitize-moe.log" 2>&1
       echo "memcheck moe rc=$?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-moe.log" | tail -3
       compute-sanitizer --tool racecheck --error-exitcode 3 \
         timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_moe_cuda.py -k routing \
