@@ -118,7 +118,7 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
   };
   const auto i32 = [](int64_t n) { return static_cast<size_t>(n) * 4; };
   const bool batched = p.kernel == MoeKernel::kBatched;
-  w.pair_experts = take(i32(p.pairs));
+  w.pair_experts = take(batched ? i32(p.pairs) : 0);  // the vector kernels read the ids themselves
   w.sorted_pairs = take(batched ? i32(p.sorted_capacity) : 0);
   w.block_experts = take(batched ? i32(p.blocks) : 0);
   w.num_padded = take(batched ? 4 : 0);

@@ -46,7 +46,7 @@ struct MoeShape {
 // Where each buffer of the fused layer's workspace starts (bytes from its 256-byte aligned base);
 // a buffer the chosen kernel does not use has size 0.
 struct MoeWorkspaceLayout {
-  size_t pair_experts = 0;    // int32 [pairs]: local expert of each (token, k) pair, -1 if dropped
+  size_t pair_experts = 0;    // int32 [pairs], batched: local expert of each (token, k) pair, -1 if dropped
   size_t sorted_pairs = 0;    // int32 [sorted_capacity]: pair ids grouped by expert, padded
   size_t block_experts = 0;   // int32 [blocks]: the expert of each block of kMoeBlockSize sorted rows
   size_t num_padded = 0;      // int32 [1]: rows of sorted_pairs in use (a multiple of the block size)

@@ -61,7 +61,7 @@ TEST(MoePolicy, WorkspaceBuffersAreAlignedAndDisjoint) {
           size_t at, bytes;
         };
         std::vector<Buffer> buffers = {
-            {w.pair_experts, static_cast<size_t>(pairs) * 4},
+            {w.pair_experts, batched ? static_cast<size_t>(pairs) * 4 : 0},
             {w.sorted_pairs, batched ? static_cast<size_t>(p.sorted_capacity) * 4 : 0},
             {w.block_experts, batched ? static_cast<size_t>(p.blocks) * 4 : 0},
             {w.num_padded, batched ? 4u : 0u},

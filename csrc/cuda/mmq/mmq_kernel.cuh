@@ -66,16 +66,6 @@ __device__ __forceinline__ void fence_accumulators(float (&acc)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
 
-__device__ __forceinline__ void store_output(const MmqArgs& a, int64_t m, int64_t n, float v) {
-  void* p = static_cast<uint8_t*>(a.y) + (m * a.y_row_stride + n) * (a.y_type == FloatType::F32 ? 4 : 2);
-  if (a.y_type == FloatType::F32)
-    *static_cast<float*>(p) = v;
-  else if (a.y_type == FloatType::BF16)
-    *static_cast<__nv_bfloat16*>(p) = __float2bfloat16_rn(v);
-  else
-    *static_cast<__half*>(p) = __float2half_rn(v);
-}
-
 // What a block's mainloop reads, apart from the tiling: the weight rows (one expert's, for the
 // grouped mode) and which 16 of them this warp takes (TileRows: 16 consecutive rows, or a gated
 // tile's 8 gate rows and their 8 up rows). `act_row(r)` gives the row of the permuted activations
@@ -269,7 +259,7 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
     if (partial != nullptr)
       partial[(static_cast<int64_t>(blockIdx.z) * a.m + m) * a.n + n] = acc[i];
     else
-      store_output(a, m, n, acc[i]);
+      store_float_as(a.y, a.y_type, m * a.y_row_stride + n, acc[i]);
   }
 }
 
