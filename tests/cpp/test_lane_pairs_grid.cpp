@@ -28,7 +28,7 @@ struct Case {
 template <class Traits, bool kGated>
 void check_grid(const Case& c, const DeviceFacts& device) {
   using Tl = MmvqLaneTiling<Traits>;
-  constexpr LaneShape kShape = lane_mode_shape<Traits>(1, true, kGated);
+  constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated);
   const LanePairsGrid g = lane_pairs_grid<Traits, kGated>(c.n, c.k, c.pairs, c.divisor, device);
   ASSERT_TRUE(g.fits) << "n " << c.n << " k " << c.k << " pairs " << c.pairs;
   const int64_t per_pair = lane_items_per_pair(c.n, kGated, kShape.rows);
@@ -107,6 +107,10 @@ TEST(LanePairsGrid, BlockRowsOfARun) {
   EXPECT_EQ(lane_items_per_pair(768, false, 2), 384);
   EXPECT_EQ(lane_items_per_pair(769, false, 2), 385);
   EXPECT_EQ(lane_items_per_pair(1536, true, 2), 768);
+  // gated items of four rows: two outputs each, the last one alone where the outputs are odd
+  EXPECT_EQ(lane_items_per_pair(1536, true, 4), 384);
+  EXPECT_EQ(lane_items_per_pair(1538, true, 4), 385);
+  EXPECT_EQ(lane_items_per_pair(771, false, 4), 193);
 }
 
 }  // namespace

@@ -127,22 +127,30 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// The shape of the kernel below in a mode: the pairs modes' own, or the dense one of kTokens.
+template <class Traits, int kTokens, MmvqMode kMode>
+constexpr LaneShape lane_kernel_shape(bool words) {
+  return kMode == MmvqMode::kDense ? lane_shape<Traits>(kTokens, words)
+                                   : lane_pairs_shape<Traits>(words, kMode == MmvqMode::kGatedPairs);
+}
+
 // kTokens (1, 2, or 4 for M = 3, 4) >= M; the shape is lane_shape<Traits>(kTokens, kWords) (the
 // tuning table, tuning/sm90.h). kWords: the format's blocks are read as aligned words
 // (HasLaneWords; the launch checks that the row's blocks pair into 4-byte-aligned spans): fewer
 // load instructions per block (benchmarks/NOTES.md, "blocks read as aligned words").
-// kMode: dense, or the pairs modes over routed one-token pairs (lane_pairs.cuh), whose gated form
-// takes an output's gate row and up row as its two rows (lane_mode_shape).
+// kMode: dense, or the pairs modes over routed one-token pairs (lane_pairs.cuh), whose items have
+// their own shape (lane_pairs_shape; gated: kRows / 2 outputs' gate rows, then their up rows).
 template <class Traits, class Act, int kTokens, bool kWords = false, MmvqMode kMode = MmvqMode::kDense>
 __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     mmvq_lane_kernel(std::conditional_t<kMode == MmvqMode::kDense, MmvqArgs, MmvqPairArgs> a) {
   using Tl = MmvqLaneTiling<Traits>;
   constexpr bool kPairs = kMode != MmvqMode::kDense, kGated = kMode == MmvqMode::kGatedPairs;
   static_assert(!kPairs || kTokens == 1, "a pair is one token");
-  constexpr LaneShape kShape = lane_mode_shape<Traits>(kTokens, kWords, kGated);
-  static_assert(kShape.rows == lane_mode_shape<Traits>(kTokens, true, kGated).rows &&
-                    kShape.team_warps == lane_mode_shape<Traits>(kTokens, true, kGated).team_warps,
+  constexpr LaneShape kShape = lane_kernel_shape<Traits, kTokens, kMode>(kWords);
+  constexpr LaneShape kWordsShape = lane_kernel_shape<Traits, kTokens, kMode>(true);
+  static_assert(kShape.rows == kWordsShape.rows && kShape.team_warps == kWordsShape.team_warps,
                 "the grid (lane_grid, lane_pairs_grid) is planned for either kernel");
+  static_assert(!kGated || kShape.rows % 2 == 0, "gated items: gate rows, then as many up rows");
   constexpr int kRows = kShape.rows, kTeamWarps = kShape.team_warps;
   static_assert(
       kRows > 0 && kLaneBlockWarps % kTeamWarps == 0 && (kTeamWarps == 1 || kLaneBlockWarps / kTeamWarps <= 16),
@@ -216,10 +224,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     if constexpr (kPairs) return lane_item<kGated, kRows>(a, static_cast<uint32_t>(g), per_pair, first_x_row);
     return LaneItem{};
   };
-  [[maybe_unused]] auto item_row = [&](const LaneItem& it, int r) {
-    const int64_t row = it.first + r * it.step;
-    return row < a.n ? row : int64_t{0};
-  };
+  [[maybe_unused]] auto item_row = [&](const LaneItem& it, int r) { return lane_item_row<kGated, kRows>(it, r); };
   // Starts the first round of group g's rows into L2.
   auto prefetch_group = [&](int64_t g) {
     if (g >= groups || tid >= subs) return;
@@ -448,10 +453,14 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
       // (the item's pair and group again from `group`: nothing of the item stays live in the loop)
       const uint32_t pair = static_cast<uint32_t>(group) / per_pair, g = static_cast<uint32_t>(group) - pair * per_pair;
       if constexpr (kGated) {
-        // act(gate) * up: the gate row's sum (index 0) and the up row's (index 1), lanes 0 and 1
-        const float up = __shfl_down_sync(0xFFFFFFFFu, total, 1);
-        if (store && index == 0)
-          static_cast<__nv_bfloat16*>(a.y)[static_cast<int64_t>(pair) * a.y_row_stride + g] =
+        // act(gate) * up for outputs g * kSpan + i: gate row i's sum is value i, its up row's value
+        // i + kSpan, the top bit of kSums values, which warp_sum_spread's first step puts in the
+        // lane next door (lane bit 0)
+        constexpr int kSpan = lane_item_span(true, kRows);
+        const float up = __shfl_xor_sync(0xFFFFFFFFu, total, 1);
+        const int64_t out = static_cast<int64_t>(g) * kSpan + index;
+        if (store && index < kSpan && out < a.n / 2)
+          static_cast<__nv_bfloat16*>(a.y)[static_cast<int64_t>(pair) * a.y_row_stride + out] =
               __float2bfloat16_rn(moe_activate(a.pairs.activation, total) * up);
       } else {
         const int64_t row = static_cast<int64_t>(g) * kRows + index;

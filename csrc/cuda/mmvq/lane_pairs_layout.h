@@ -7,9 +7,16 @@
 
 namespace lowbit::cuda_detail {
 
-// Items per pair of N rows: row groups of `rows`, or gated (N = 2n') one per output.
+// Rows (gated: outputs) an item of `rows` rows covers: gated, each output is a gate row and an up
+// row.
+constexpr int lane_item_span(bool gated, int rows) {
+  return gated ? rows / 2 : rows;
+}
+// Items per pair of N rows: groups of `rows` rows, or gated (N = 2n': n' outputs) of rows / 2
+// outputs.
 constexpr int64_t lane_items_per_pair(int64_t n, bool gated, int rows) {
-  return gated ? n / 2 : (n + rows - 1) / rows;
+  const int64_t span = lane_item_span(gated, rows), covered = gated ? n / 2 : n;
+  return (covered + span - 1) / span;
 }
 
 // The activation rows a run of items [begin, end) reads (end > begin): rows of its first to last

@@ -109,7 +109,7 @@ bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
       if (!g.fits) return false;
       a.pairs.items_per_block = g.items_per_block;
       // aligned words where the shape asks for them and every expert's rows allow them
-      if constexpr (HasLaneWords<Traits>::value && lane_mode_shape<Traits>(1, true, kGated).words) {
+      if constexpr (HasLaneWords<Traits>::value && lane_pairs_shape<Traits>(true, kGated).words) {
         if (blocks_pair_aligned<Traits>(a) && a.pairs.w_expert_stride % 4 == 0) {
           launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, true, kMode>>(a, g, stream);
           return true;

@@ -22,12 +22,20 @@ template <class Traits>
 constexpr LaneShape lane_shape(int tokens, bool words = true) {
   return tuning::lane_shape(Traits::kType, tokens, words);
 }
-// The lane kernel's shape in a mode: the tuned shape, except that an item of the gated pairs mode
-// is one output's gate row and up row (two rows; mmvq/lane_pairs.cuh).
+// The lane kernel's shape in the pairs modes (one token per pair; mmvq/lane_pairs.cuh): the
+// format's one-token decode choices, items and teams from the pairs split (tuning/tuning.h); an
+// item of the gated mode is rows / 2 outputs' gate rows, then their up rows. rows == 0 where the
+// one-token lane kernel does not serve the type.
 template <class Traits>
-constexpr LaneShape lane_mode_shape(int tokens, bool words, bool gated) {
-  LaneShape s = lane_shape<Traits>(tokens, words);
-  if (gated && s.rows > 0) s.rows = 2;
+constexpr LaneShape lane_pairs_shape(bool words, bool gated) {
+  LaneShape s = lane_shape<Traits>(1, words);
+  if (s.rows == 0) return s;
+  const tuning::LanePairsShape split = tuning::lane_pairs_split();
+  s.rows = gated && split.rows % 2 != 0 ? split.rows + 1 : split.rows;
+  s.team_warps = split.team_warps;
+  s.pairs = false;
+  s.select_prefetch = false;
+  s.prefetch_ahead = split.prefetch_ahead;
   return s;
 }
 
@@ -111,7 +119,7 @@ struct MmvqLaneTiling {
   // The pairs mode's (one token per pair): `rows` activation rows.
   template <bool kGated>
   static constexpr int64_t pairs_smem_bytes(int64_t k, int64_t rows, int teams) {
-    constexpr LaneShape kShape = lane_mode_shape<Traits>(1, true, kGated);
+    constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated);
     constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows : 0;
     return kTableBytes + rows * k + k / 32 * rows * 4 + teams * kPartials * 4;
   }
@@ -198,7 +206,7 @@ struct LanePairsGrid {
 template <class Traits, bool kGated>
 LanePairsGrid lane_pairs_grid(int64_t n, int64_t k, int64_t pairs, int64_t divisor, const DeviceFacts& device) {
   using Tl = MmvqLaneTiling<Traits>;
-  constexpr LaneShape kShape = lane_mode_shape<Traits>(1, true, kGated);
+  constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated);
   constexpr int kMaxTeams = kLaneBlockWarps / kShape.team_warps;
   const int64_t per_pair = lane_items_per_pair(n, kGated, kShape.rows);
   const int64_t items = pairs * per_pair;

@@ -56,6 +56,13 @@ inline constexpr LaneRow kLaneRows[] = {
     {kAnyType, 4, W::kBoth, {1, 1, false}, &kFourTokens},
 };
 
+// The pairs modes: a pair's row is short (K = 2048 is 64 sub-blocks, two rounds of one warp), so
+// that with the dense one-token shapes (one or two rows per item) the per-item work (the pair's
+// expert, the row pointers, the warp sums, the store) weighed about as much as the decode: ncu of
+// cf7270e, IQ4_XS at 8 tokens, 0.70 issued warps per scheduler at 1.5 TB/s. Four rows per item,
+// one-warp teams: four loads in flight per lane (NOTES.md, "MoE vector items of four rows").
+inline constexpr LanePairsShape kLanePairsShape{4, 1, 1, nullptr};
+
 // One group per thread where two groups of a block share nothing worth building once (or the
 // int8 form's stores fill whole sectors); two elsewhere (NOTES.md, "dequantize").
 inline constexpr DequantRow kDequantRows[] = {

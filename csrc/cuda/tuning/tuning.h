@@ -19,6 +19,11 @@ constexpr LaneShape lane_shape(QuantType t, int tokens, bool words = true) {
   return {0, 0, false};
 }
 
+// The lane MMVQ's pairs-mode split (the same for every type).
+constexpr LanePairsShape lane_pairs_split() {
+  return sm90::kLanePairsShape;
+}
+
 constexpr DequantRow dequant_row(QuantType t) {
   for (const DequantRow& row : sm90::kDequantRows)
     if (row.type == t || row.type == kAnyType) return row;

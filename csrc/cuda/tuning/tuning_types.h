@@ -37,6 +37,18 @@ struct LaneShape {
   bool words = true;
 };
 
+// How the lane MMVQ's pairs modes (the MoE vector projection, one token per pair;
+// mmvq/lane_pairs.cuh) split their work: items of `rows` rows (gated: rows / 2 outputs, each its
+// gate row and its up row) for teams of team_warps warps, the lines prefetch_ahead rounds on
+// started into L2. The decode choices (whole_sub, split_signs, words) stay the format's one-token
+// ones.
+struct LanePairsShape {
+  int rows;
+  int team_warps;
+  int prefetch_ahead;
+  const Provenance* measured;
+};
+
 // Which of the lane kernel's two instantiations a row applies to: the one reading aligned words
 // (kWords true), the one reading bytes, or both.
 enum class WordsKernel : int { kBoth, kWordsOnly, kBytesOnly };
