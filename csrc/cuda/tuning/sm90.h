@@ -61,7 +61,8 @@ inline constexpr LaneRow kLaneRows[] = {
 // expert, the row pointers, the warp sums, the store) weighed about as much as the decode: ncu of
 // cf7270e, IQ4_XS at 8 tokens, 0.70 issued warps per scheduler at 1.5 TB/s. Four rows per item,
 // one-warp teams: four loads in flight per lane (NOTES.md, "MoE vector items of four rows").
-inline constexpr LanePairsShape kLanePairsShape{4, 1, 1, nullptr};
+inline constexpr Provenance kMoePairs20261201{"H200", "d7cd5a6", "2026-12-01"};  // against cf7270e
+inline constexpr LanePairsShape kLanePairsShape{4, 1, 1, &kMoePairs20261201};
 
 // One group per thread where two groups of a block share nothing worth building once (or the
 // int8 form's stores fill whole sectors); two elsewhere (NOTES.md, "dequantize").
@@ -83,7 +84,7 @@ inline constexpr MmvqLimitRow kMmvqLimitRows[] = {
 };
 
 inline constexpr Provenance kMmq20261201{"H200", "686ba1c", "2026-12-01"};
-inline constexpr Provenance kMoe20261201{"H200", "ff1a06e", "2026-12-01"};
+inline constexpr Provenance kMoe20261201d7cd5a6{"H200", "d7cd5a6", "2026-12-01"};
 
 // MMQ against MMVQ and dequantize + cuBLAS, N=4096 K=14336, the nine I-quants: MMVQ ahead up to 16
 // tokens, MMQ from 17 to 128, cuBLAS from 512; 129 to 511 not measured, cuBLAS keeps them
@@ -92,12 +93,13 @@ inline constexpr MmqRangeRow kMmqRangeRows[] = {
     {9, 17, 128, &kMmq20261201},
 };
 
-// The int8 vector path against the grouped MMQ (moe_proj E=128, top-8, N=768, K=2048 for iq2_xxs,
-// iq3_s, iq4_xs; moe_layer Qwen3-30B-A3B and DeepSeek-like): the vector kernel ahead at 8 tokens
-// everywhere, the batched one ahead or tied at 32 (1-36%; the DeepSeek-like layer 1% behind), 16
-// not measured (NOTES.md, "MoE on the GPU").
+// The vector path (the lane kernel's pairs modes, items of four rows) against the grouped MMQ
+// (moe_proj E=128, top-8, N=768, K=2048 for iq2_xxs, iq3_s, iq4_xs; moe_layer Qwen3-30B-A3B and
+// DeepSeek-like): the vector kernel ahead at 32 tokens everywhere (the layers by 31% and 61%),
+// the batched one ahead at 128 (2.5x, 1.7x); 33 to 127 not measured (NOTES.md, "MoE vector
+// items of four rows").
 inline constexpr MoeVectorLimitRow kMoeVectorLimitRows[] = {
-    {9, 16, &kMoe20261201},
+    {9, 32, &kMoe20261201d7cd5a6},
 };
 
 }  // namespace lowbit::tuning::sm90
