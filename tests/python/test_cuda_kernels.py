@@ -45,6 +45,23 @@ MMVQ_ACCUMULATE_TOL = 1e-4
 MMVQ_INT8_BOUND = 3e-2
 
 
+def assert_within_forward_bound(
+    y: torch.Tensor, ref: torch.Tensor, abs_products: torch.Tensor, k: int, dtype: torch.dtype
+) -> None:
+    """The bf16 path's error element by element against the forward-error bound of its rounding:
+    x rounded once to bf16 (2^-9), the weight twice (the block scale, then its product with the
+    code: 2^-8), K float32 additions (K 2^-23), all relative to sum |x_i w_i| (abs_products), and
+    the output's own rounding relative to |ref|. With one block of K nothing averages: the rows'
+    sums can cancel far below sum |x_i w_i|, and the norm bound (MMVQ_BOUND) saw 1.03e-2 for
+    MXFP8 at K = 32 (37 rows, M = 1), an input within this bound."""
+    unit = 2.0**-7 + k * 2.0**-23
+    out_rounding = {torch.float32: 0.0, torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}[dtype]
+    diff = (y.double().cpu() - ref.cpu()).abs()
+    allowed = unit * abs_products.cpu() + out_rounding * ref.abs().cpu()
+    worst = float((diff - allowed).max())
+    assert worst <= 0.0, f"beyond the forward bound by {worst:.3g} (largest |ref| {float(ref.abs().max()):.3g})"
+
+
 def device() -> torch.device:
     return torch.device("cuda", torch.cuda.device_count() - 1)  # the last index: not always 0
 
@@ -109,6 +126,9 @@ def test_mmvq_matches_reference(qtype: QuantType, rng: np.random.Generator) -> N
                 for math in int8_maths(qtype, m):
                     y = poisoned(lambda: torch.ops.lowbit.mmvq(xd, wd, int(qtype), scales=sd, math=math), (m, n), dtype)  # noqa: B023 (called at once)
                     assert y.dtype == dtype and y.shape == (m, n)
+                    if math == "bf16" and name == "one_block":
+                        assert_within_forward_bound(y, ref, x.double().abs() @ wf.abs().T, k, dtype)
+                        continue
                     err = rel_err(y, ref)
                     bound = MMVQ_INT8_BOUND if math == "int8" else MMVQ_BOUND
                     assert err < bound, f"{qtype.type_name} {name} M={m} {dtype} {math}: rel err {err:.3g}"
