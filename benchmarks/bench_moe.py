@@ -9,7 +9,9 @@ moe_batched, auto (the dispatcher's choice, named in notes) and dequant_matmul (
 used experts to bf16 + torch bf16 per-expert computation; it reads the used experts on the
 host, so it is timed with plain launches). lowbit's kernels are timed as medians of CUDA-graph
 replays (the routing included), plain-launch medians in plain_us. Projection weights rotate
-through three copies (over 256 MB); the layers' weights alone exceed L2 (60 MB). Balanced random
+through three copies (over 256 MB), the routing fixed: at few tokens the experts a call touches in
+the three copies fit L2 (60 MB; one token: 3 x 8 experts, 20 MB of IQ4_XS), as in ggml's
+test-backend-ops, which repeats one tensor; the layers' weights alone exceed L2. Balanced random
 routing. Every timed output is checked (rel_err) against a float64 reference on the exactly
 decoded weights over its first 64 tokens.
 

@@ -8,9 +8,10 @@
 #   bit-exact decode tests skip there. LOWBIT_COMMIT names the commit in the CSVs (no .git there).
 #   A/B against another commit: `mkdir ab-base && git archive REV | tar -x -C ab-base` here (ignored;
 #   carry it), then `build-base build ... ab`: build-base compiles ab-base's extension in the
-#   background, ab waits for it and runs benchmarks/ab_mmvq.py on AB_TYPES (default: the nine
-#   I-quants) at AB_M (default 1,2); AB_BUILDS replaces the builds compared (default
-#   "new=python base=ab-base/python"; NAME=DIR,KEY=VALUE sets an environment knob for one).
+#   background, ab waits for it and runs benchmarks/ab_builds.py (AB_OP: mmvq, the default, or
+#   moe_vec) on AB_TYPES (default: the nine I-quants) at AB_M (default 1,2); AB_BUILDS replaces
+#   the builds compared (default "new=python base=ab-base/python"; NAME=DIR,KEY=VALUE sets an
+#   environment knob for one).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/lowbit-out}"
@@ -45,7 +46,7 @@ for step in "${steps[@]}"; do
       if [ -n "$base_pid" ]; then wait "$base_pid"; rc=$?; echo "build-base rc=$rc"; [ $rc -eq 0 ] || { tail -20 "$OUT/build-base.log"; exit 1; }; fi
       build_args=()
       for spec in ${AB_BUILDS:-new=python base=ab-base/python}; do build_args+=(--build "$spec"); done
-      python3 benchmarks/ab_mmvq.py "${build_args[@]}" \
+      python3 benchmarks/ab_builds.py --op "${AB_OP:-mmvq}" "${build_args[@]}" \
         --types "${AB_TYPES:-iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,iq4_nl,iq4_xs}" --m "${AB_M:-1,2}" \
         > "$OUT/ab.txt" 2>&1; echo "ab rc=$?"; cat "$OUT/ab.txt" ;;
     build)

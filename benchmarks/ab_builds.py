@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""MMVQ times of two or more builds of lowbit on one GPU, for deciding whether a change helps.
+"""Kernel times of two or more builds of lowbit on one GPU, for deciding whether a change helps.
 
 Builds differ in compiled code, so each runs in its own process; the processes alternate (every
 build once per pass) so that clock and thermal drift fall on all of them alike, and each cell
-reports the fastest pass. Timing is bench_dense's (CUDA-graph replays over weights rotating
-through >= 256 MB, fresh random bf16 activations, the output checked against float64).
+reports the fastest pass. --op mmvq: dense MMVQ of N x K, bench_dense's timing (CUDA-graph replays
+over weights rotating through >= 256 MB, fresh random bf16 activations, the output checked against
+float64). --op moe_vec: the vector MoE projection of bench_moe (E = 128, top-8, N = 768, K = 2048,
+balanced random routing, graph replays over three weight copies, checked against float64); --m
+then counts tokens.
 
-    python benchmarks/ab_mmvq.py --build new=python --build base=ab-base/python \
-        --types iq3_xxs,iq2_xxs --m 1,2 [--passes 2]
+    python benchmarks/ab_builds.py --build new=python --build base=ab-base/python \
+        --types iq3_xxs,iq2_xxs --m 1,2 [--op mmvq] [--passes 2]
 
 A build is NAME=DIR[,KEY=VALUE...]: DIR holds the `lowbit` package with its compiled _C
 (benchmarks/device_run.sh `build` makes ./python's, `build-base` makes ab-base/python's from a tree
@@ -51,9 +54,38 @@ def time_one_build(types: list[str], ms: list[int], n: int, k: int) -> None:
         torch.cuda.empty_cache()
 
 
+def time_moe_vec(types: list[str], tokens: list[int]) -> None:
+    """Child process: the vector MoE projection, one JSON line per case as time_one_build."""
+    import torch
+
+    sys.path.insert(0, str(HERE))
+    from bench_moe import balanced_ids, random_experts, reference_proj, time_us
+    from lowbit import QuantType
+    from lowbit.moe import moe_vec
+    from lowbit.testing import rel_err
+
+    experts, top_k, n, k = 128, 8, 768, 2048
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1)  # the same weights and routing in every build
+    for name in types:
+        q = QuantType[name.upper()]
+        ws = [random_experts(q, experts, n, k, gen) for _ in range(3)]
+        for t in tokens:
+            x = torch.randn(t, k, device="cuda", generator=gen).to(torch.bfloat16)
+            ids = balanced_ids(t, experts, top_k, gen)
+            check = min(t, 64)
+            ref = reference_proj(x, ws[0], q, ids, top_k, check)
+            err = rel_err(moe_vec(x, ws[0], q, ids, top_k)[: check * top_k], ref)
+            us, _ = time_us(lambda r, x=x, ids=ids, ws=ws, q=q: moe_vec(x, ws[r], q, ids, top_k), len(ws), True)
+            print(json.dumps({"type": name, "m": t, "us": us, "rel_err": err}), flush=True)
+        del ws
+        torch.cuda.empty_cache()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", action="append", default=[], metavar="NAME=DIR", help="a build to time (two or more)")
+    ap.add_argument("--op", choices=("mmvq", "moe_vec"), default="mmvq")
     ap.add_argument("--types", required=True, help="comma-separated weight types")
     ap.add_argument("--m", default="1,2", help="comma-separated token counts")
     ap.add_argument("--n", type=int, default=4096)
@@ -64,7 +96,10 @@ def main() -> int:
     types = [t for t in args.types.split(",") if t]
     ms = [int(v) for v in args.m.split(",") if v]
     if args.child:
-        time_one_build(types, ms, args.n, args.k)
+        if args.op == "moe_vec":
+            time_moe_vec(types, ms)
+        else:
+            time_one_build(types, ms, args.n, args.k)
         return 0
 
     builds: list[tuple[str, Path, dict[str, str]]] = []
@@ -87,7 +122,8 @@ def main() -> int:
             env = dict(os.environ) | extra
             inherited = [v for v in env.get("PYTHONPATH", "").split(os.pathsep) if v]
             env["PYTHONPATH"] = os.pathsep.join([str(path), *inherited])  # this build's lowbit first
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--types", args.types, "--m", args.m]
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--op", args.op]
+            cmd += ["--types", args.types, "--m", args.m]
             cmd += ["--n", str(args.n), "--k", str(args.k)]
             out = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if out.returncode != 0:
@@ -103,7 +139,8 @@ def main() -> int:
                 key = (name, r["type"], r["m"])
                 best[key] = min(best.get(key, math.inf), r["us"])
 
-    print(f"MMVQ us, N={args.n} K={args.k}, fastest of {args.passes} alternating passes")
+    shape = "E=128 top-8 N=768 K=2048, M = tokens" if args.op == "moe_vec" else f"N={args.n} K={args.k}"
+    print(f"{args.op} us, {shape}, fastest of {args.passes} alternating passes")
     print(f"{'type':<12}{'M':>3}" + "".join(f"{name:>12}" for name, _, _ in builds))
     for t in types:
         for m in ms:
