@@ -54,6 +54,11 @@ def time_one_build(types: list[str], ms: list[int], n: int, k: int) -> None:
         torch.cuda.empty_cache()
 
 
+# Types whose blocks start with their fp16 scale: bench_moe's random_experts makes valid experts of
+# these alone (--n and --k do not apply to moe_vec: its shape is bench_moe's projection).
+MOE_VEC_TYPES = {"iq1_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq4_nl", "iq4_xs", "q5_0", "q8_0"}
+
+
 def time_moe_vec(types: list[str], tokens: list[int]) -> None:
     """Child process: the vector MoE projection, one JSON line per case as time_one_build."""
     import torch
@@ -94,6 +99,11 @@ def main() -> int:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     types = [t for t in args.types.split(",") if t]
+    if args.op == "moe_vec" and not set(types) <= MOE_VEC_TYPES:
+        ap.error(
+            f"--types: --op moe_vec takes {', '.join(sorted(MOE_VEC_TYPES))} (bench_moe's random experts), "
+            f"got {args.types!r}"
+        )
     ms = [int(v) for v in args.m.split(",") if v]
     if args.child:
         if args.op == "moe_vec":

@@ -64,7 +64,7 @@ TEST(LanePairsGrid, RunsCoverTheItemsAndTheirRowsFit) {
   for (int64_t tokens : {1, 8, 16}) {
     check_grid<IQ4, false>({768, 2048, tokens * 8, 8}, d);
     check_grid<IQ2, false>({768, 2048, tokens * 8, 8}, d);
-    // a layer's gate/up (2 x 768 rows, one item per output) and down (x rows are pairs)
+    // a layer's gate/up (2 x 768 rows, an item per rows / 2 outputs) and down (x rows are pairs)
     check_grid<IQ4, true>({1536, 2048, tokens * 8, 8}, d);
     check_grid<IQ4, false>({2048, 768, tokens * 8, 1}, d);
     check_grid<IQ2, true>({4096, 7168, tokens * 8, 8}, d);

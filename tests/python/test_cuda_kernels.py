@@ -14,6 +14,7 @@ from _helpers import BLOCK, random_weight, rel_err
 from _kernel_arithmetic import (
     assert_rounded_result,
     bf16_activations,
+    half_ulp_ratio,
     kernel_bf16_weights,
     q8_activations,
     record_error,
@@ -48,16 +49,17 @@ MMVQ_INT8_BOUND = 3e-2
 def assert_within_forward_bound(
     y: torch.Tensor, ref: torch.Tensor, abs_products: torch.Tensor, k: int, dtype: torch.dtype
 ) -> None:
-    """The bf16 path's error element by element against the forward-error bound of its rounding:
-    x rounded once to bf16 (2^-9), the weight twice (the block scale, then its product with the
-    code: 2^-8), K float32 additions (K 2^-23), all relative to sum |x_i w_i| (abs_products), and
-    the output's own rounding relative to |ref|. With one block of K nothing averages: the rows'
-    sums can cancel far below sum |x_i w_i|, and the norm bound (MMVQ_BOUND) saw 1.03e-2 for
-    MXFP8 at K = 32 (37 rows, M = 1), an input within this bound."""
-    unit = 2.0**-7 + k * 2.0**-23
-    out_rounding = {torch.float32: 0.0, torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}[dtype]
+    """The bf16 path's error element by element against the forward-error bound of its rounding
+    (unit roundoff u = 2^-8 in bf16): x rounded once, the weight at most twice (the block scale,
+    then its product with the code), to first order 3u; K float32 additions (K 2^-23, twice their
+    first-order bound); all relative to sum |x_i w_i| (abs_products); then the output's own rounding
+    relative to |ref| (u of the output type). With one block of K nothing averages: the rows' sums
+    can cancel far below sum |x_i w_i|, and the norm bound (MMVQ_BOUND) saw 1.03e-2 for MXFP8 at
+    K = 32 (37 rows, M = 1), an input within this bound."""
+    unit = 3 * 2.0**-8 + k * 2.0**-23
+    out_rounding = half_ulp_ratio(dtype)  # of |y before its rounding| <= |ref| + unit * abs_products
     diff = (y.double().cpu() - ref.cpu()).abs()
-    allowed = unit * abs_products.cpu() + out_rounding * ref.abs().cpu()
+    allowed = unit * (1 + out_rounding) * abs_products.cpu() + out_rounding * ref.abs().cpu()
     worst = float((diff - allowed).max())
     assert worst <= 0.0, f"beyond the forward bound by {worst:.3g} (largest |ref| {float(ref.abs().max()):.3g})"
 

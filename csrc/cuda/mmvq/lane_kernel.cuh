@@ -24,9 +24,10 @@
 // b takes row groups b * teams + t, then every gridDim.x * teams further.
 //
 // Pairs mode (kMode, MmvqPairs in mmvq_args.h: the MoE vector projection, one token per pair): the
-// same body over (pair, row group) items, each block a run of consecutive items that quantizes just
-// its pairs' activation rows (lane_pairs.cuh); each pair's expert comes from the router's ids, so
-// that the projection is one kernel: no expert table, no prologue.
+// same body over (pair, row group) items of their own shape (lane_pairs_shape: four rows for a
+// one-warp team), each block a run of consecutive items that quantizes just its pairs' activation
+// rows (lane_pairs.cuh); each pair's expert comes from the router's ids, so that the projection
+// is one kernel: no expert table, no prologue.
 #pragma once
 
 #include "cuda/common/activation.cuh"
@@ -52,8 +53,9 @@ __device__ __forceinline__ int dp4a(uint32_t a, uint32_t b, int c) {
 
 // Sums each of the kN values over the warp's 32 lanes. Lanes exchange half of their values at
 // each step (the half whose index bit differs from theirs), so kN values cost kN - 1 shuffles
-// instead of 5 kN; value `index` ends in the lanes whose low log2(kN) bits spell it, and the last
-// steps sum it over the remaining lane bits. Returns this lane's value.
+// instead of 5 kN; value `index` ends in the lanes whose low log2(kN) bits spell it bit-reversed
+// (the first step's lane bit 0 picks the upper half, index bit kN / 2: with kN = 4, lane 1 holds
+// value 2), and the last steps sum it over the remaining lane bits. Returns this lane's value.
 template <int kN>
 __device__ __forceinline__ float warp_sum_spread(float (&v)[kN], int lane, int& index) {
   static_assert((kN & (kN - 1)) == 0 && kN <= 32, "a power of two up to 32 values");
@@ -134,8 +136,8 @@ constexpr LaneShape lane_kernel_shape(bool words) {
                                    : lane_pairs_shape<Traits>(words, kMode == MmvqMode::kGatedPairs);
 }
 
-// kTokens (1, 2, or 4 for M = 3, 4) >= M; the shape is lane_shape<Traits>(kTokens, kWords) (the
-// tuning table, tuning/sm90.h). kWords: the format's blocks are read as aligned words
+// kTokens (1, 2, or 4 for M = 3, 4) >= M; the shape is lane_kernel_shape (the tuning tables,
+// tuning/sm90.h). kWords: the format's blocks are read as aligned words
 // (HasLaneWords; the launch checks that the row's blocks pair into 4-byte-aligned spans): fewer
 // load instructions per block (benchmarks/NOTES.md, "blocks read as aligned words").
 // kMode: dense, or the pairs modes over routed one-token pairs (lane_pairs.cuh), whose items have

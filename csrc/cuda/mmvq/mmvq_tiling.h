@@ -30,7 +30,7 @@ template <class Traits>
 constexpr LaneShape lane_pairs_shape(bool words, bool gated) {
   LaneShape s = lane_shape<Traits>(1, words);
   if (s.rows == 0) return s;
-  const tuning::LanePairsShape split = tuning::lane_pairs_split();
+  const tuning::LanePairsRow split = tuning::lane_pairs_split(Traits::kType);
   s.rows = gated && split.rows % 2 != 0 ? split.rows + 1 : split.rows;
   s.team_warps = split.team_warps;
   s.pairs = false;

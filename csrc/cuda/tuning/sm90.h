@@ -60,9 +60,18 @@ inline constexpr LaneRow kLaneRows[] = {
 // that with the dense one-token shapes (one or two rows per item) the per-item work (the pair's
 // expert, the row pointers, the warp sums, the store) weighed about as much as the decode: ncu of
 // cf7270e, IQ4_XS at 8 tokens, 0.70 issued warps per scheduler at 1.5 TB/s. Four rows per item,
-// one-warp teams: four loads in flight per lane (NOTES.md, "MoE vector items of four rows").
+// one-warp teams: four loads in flight per lane (NOTES.md, "MoE vector items of four rows";
+// measured for IQ2_XXS, IQ3_S, IQ4_XS). IQ1_M (its aligned-words kernel) and Q5_0 spilled 48-92
+// bytes at four rows and 64 registers: two rows, not measured. Still spilling (ptxas, sm_90a):
+// the byte-read instances of IQ3_S (56-72 bytes; its rows read as aligned words wherever they
+// hold an even number of blocks) and of IQ1_M's plain mode (56 bytes; its 56-byte blocks leave
+// every row of a contiguous weight 4-byte aligned, so the words kernel serves).
 inline constexpr Provenance kMoePairs20261201{"H200", "d7cd5a6", "2026-12-01"};  // against cf7270e
-inline constexpr LanePairsShape kLanePairsShape{4, 1, 1, &kMoePairs20261201};
+inline constexpr LanePairsRow kLanePairsRows[] = {
+    {Q::IQ1_M, 2, 1, 1, nullptr},
+    {Q::Q5_0, 2, 1, 1, nullptr},
+    {kAnyType, 4, 1, 1, &kMoePairs20261201},
+};
 
 // One group per thread where two groups of a block share nothing worth building once (or the
 // int8 form's stores fill whole sectors); two elsewhere (NOTES.md, "dequantize").

@@ -19,9 +19,11 @@ constexpr LaneShape lane_shape(QuantType t, int tokens, bool words = true) {
   return {0, 0, false};
 }
 
-// The lane MMVQ's pairs-mode split (the same for every type).
-constexpr LanePairsShape lane_pairs_split() {
-  return sm90::kLanePairsShape;
+// The lane MMVQ's pairs-mode split for type t.
+constexpr LanePairsRow lane_pairs_split(QuantType t) {
+  for (const LanePairsRow& row : sm90::kLanePairsRows)
+    if (row.type == t || row.type == kAnyType) return row;
+  return {t, 2, 1, 1, nullptr};
 }
 
 constexpr DequantRow dequant_row(QuantType t) {

@@ -38,11 +38,12 @@ struct LaneShape {
 };
 
 // How the lane MMVQ's pairs modes (the MoE vector projection, one token per pair;
-// mmvq/lane_pairs.cuh) split their work: items of `rows` rows (gated: rows / 2 outputs, each its
+// mmvq/lane_pairs.cuh) split a type's work: items of `rows` rows (gated: rows / 2 outputs, each its
 // gate row and its up row) for teams of team_warps warps, the lines prefetch_ahead rounds on
-// started into L2. The decode choices (whole_sub, split_signs, words) stay the format's one-token
-// ones.
-struct LanePairsShape {
+// started into L2, one sub-block per lane and round (LaneShape's pairs and select_prefetch off).
+// The decode choices (whole_sub, split_signs, words) stay the type's one-token ones.
+struct LanePairsRow {
+  QuantType type;
   int rows;
   int team_warps;
   int prefetch_ahead;
