@@ -76,6 +76,13 @@ TEST(LanePairsGrid, RunsCoverTheItemsAndTheirRowsFit) {
   check_grid<IQ4, false>({24, 131072, 4, 4}, d);
   check_grid<IQ4, false>({24, 131072, 28, 4}, d);
   check_grid<IQ4, true>({48, 131072, 9, 1}, d);
+  // the types the pairs split gives two rows (tuning/sm90.h), with N tails and odd outputs
+  using IQ1M = FormatTraits<QuantType::IQ1_M>;
+  using Q50 = FormatTraits<QuantType::Q5_0>;
+  check_grid<IQ1M, false>({770, 2048, 64, 8}, d);
+  check_grid<IQ1M, true>({1538, 2048, 64, 8}, d);
+  check_grid<Q50, false>({131, 416, 1000, 8}, d);
+  check_grid<Q50, true>({262, 416, 7, 1}, d);
 }
 
 TEST(LanePairsGrid, DeclinesWhereNoRunFits) {
