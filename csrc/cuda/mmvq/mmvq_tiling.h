@@ -31,7 +31,7 @@ constexpr LaneShape lane_pairs_shape(bool words, bool gated) {
   LaneShape s = lane_shape<Traits>(1, words);
   if (s.rows == 0) return s;
   const tuning::LanePairsRow split = tuning::lane_pairs_split(Traits::kType);
-  s.rows = gated && split.rows % 2 != 0 ? split.rows + 1 : split.rows;
+  s.rows = split.rows;  // gated: even (the kernel asserts it), half gate rows, half up rows
   s.team_warps = split.team_warps;
   s.pairs = false;
   s.select_prefetch = false;
