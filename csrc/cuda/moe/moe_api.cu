@@ -171,9 +171,9 @@ void moe_align(ExpertIds ids, int64_t pairs, int64_t experts, int64_t begin, int
                "workspace: ", workspace_bytes, " bytes; moe_align needs ", need, ", 16-byte aligned");
   auto* pair_experts = static_cast<int32_t*>(workspace);
   auto* counts = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(workspace) + (pairs * 4 + 255) / 256 * 256);
-  cuda_detail::launch_pair_experts({ids.data, ids.int64, begin, experts}, pairs, pair_experts, stream);
-  cuda_detail::launch_moe_align(pair_experts, pairs, experts, block_size, counts, out.sorted_pairs, out.capacity,
-                                out.block_experts, out.blocks, out.num_padded, out.pair_slots, stream);
+  cuda_detail::launch_moe_routing({ids.data, ids.int64, begin, experts}, pairs, block_size, pair_experts, counts,
+                                  out.sorted_pairs, out.capacity, out.block_experts, out.blocks, out.num_padded,
+                                  out.pair_slots, stream);
 }
 
 size_t moe_vec_workspace_bytes(const MoeProjection& proj) {
@@ -303,15 +303,14 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
   routing.num_padded = reinterpret_cast<int32_t*>(base + L.num_padded);
   routing.pair_slots = reinterpret_cast<int32_t*>(base + L.pair_slots);
 
-  // each pair's local expert: the vector kernels and the combine read the ids themselves; the
-  // batched path's routing sorts from a table of them
+  // each pair's local expert: the vector kernels, the combine and the routing read the ids
+  // themselves (the routing of many pairs through a table of them)
   const cuda_detail::PairExperts experts{ids.data, ids.int64, layer.expert_begin, E};
   if (batched) {
-    cuda_detail::launch_pair_experts(experts, pairs, pair_experts, stream);
-    cuda_detail::launch_moe_align(pair_experts, pairs, E, plan.block_size,
-                                  reinterpret_cast<int32_t*>(base + L.segment_counts), routing.sorted_pairs,
-                                  routing.capacity, routing.block_experts, routing.blocks, routing.num_padded,
-                                  routing.pair_slots, stream);
+    cuda_detail::launch_moe_routing(experts, pairs, plan.block_size, pair_experts,
+                                    reinterpret_cast<int32_t*>(base + L.segment_counts), routing.sorted_pairs,
+                                    routing.capacity, routing.block_experts, routing.blocks, routing.num_padded,
+                                    routing.pair_slots, stream);
   }
   const void* xb = x;
   int64_t xb_stride = x_row_stride;

@@ -1,4 +1,7 @@
-// MoE routing on the device (lowbit/cuda_moe.h, moe_align): four small kernels, no host read.
+// MoE routing on the device (lowbit/cuda_moe.h, moe_align): no host read.
+// Up to kMoeOneBlockPairs pairs, one kernel of one block (routing_one_block_kernel): the pairs'
+// experts counted in shared memory, the scan, then the pairs placed a block-wide chunk at a time.
+// Beyond, four small kernels, each spread over the pairs:
 //   1. pair_experts: each pair's local expert (-1 when dropped).
 //   2. segment histograms: block s counts the experts of pairs [256 s, 256 s + 256).
 //   3. one block: per expert the exclusive prefix over segments, the padded run lengths and their
@@ -6,7 +9,8 @@
 //      histograms become each segment's first slot per expert.
 //   4. placement: block s ranks its pairs within each expert (warp match + per-warp histograms),
 //      stable in pair order, and writes sorted_pairs and pair_slots.
-// Every result is a function of the ids alone (integer counts; no order-dependent atomics).
+// Both give the same results, a function of the ids alone (integer counts; no order-dependent
+// atomics): pairs sorted by expert, stable in pair order.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -44,6 +48,35 @@ __global__ void __launch_bounds__(kSegment)
     counts[static_cast<int64_t>(blockIdx.x) * experts + e] = hist[e];
 }
 
+// Thread e < experts holds expert e's pair count `total`: lays the experts' padded runs out
+// (sorted_pairs' padding sentinels, block_experts, num_padded, the unused tail) and returns the
+// expert's first slot. Called by all kScanThreads threads of the block (`scan`: their shared
+// scratch).
+__device__ int32_t lay_out_experts(int32_t total, int32_t experts, int32_t block_size, int32_t pairs,
+                                   int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts, int64_t blocks,
+                                   int32_t* num_padded, int32_t* scan) {
+  const int e = threadIdx.x;
+  const int32_t padded = e < experts ? (total + block_size - 1) / block_size * block_size : 0;
+  scan[e] = padded;
+  __syncthreads();
+  for (int step = 1; step < kScanThreads; step *= 2) {  // inclusive Hillis-Steele scan
+    const int32_t add = e >= step ? scan[e - step] : 0;
+    __syncthreads();
+    scan[e] += add;
+    __syncthreads();
+  }
+  const int32_t used = scan[kScanThreads - 1];
+  const int32_t offset = scan[e] - padded;
+  if (e < experts) {
+    for (int32_t r = offset + total; r < offset + padded; ++r) sorted_pairs[r] = pairs;
+    for (int32_t b = offset / block_size; b < (offset + padded) / block_size; ++b) block_experts[b] = e;
+  }
+  if (e == 0) *num_padded = used;
+  for (int64_t r = used + threadIdx.x; r < capacity; r += kScanThreads) sorted_pairs[r] = pairs;
+  for (int64_t b = used / block_size + threadIdx.x; b < blocks; b += kScanThreads) block_experts[b] = -1;
+  return offset;
+}
+
 __global__ void __launch_bounds__(kScanThreads)
     expert_offsets_kernel(int32_t* counts, int64_t segments, int32_t experts, int32_t block_size, int32_t pairs,
                           int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts, int64_t blocks,
@@ -53,17 +86,8 @@ __global__ void __launch_bounds__(kScanThreads)
   int32_t total = 0;
   if (e < experts)
     for (int64_t s = 0; s < segments; ++s) total += counts[s * experts + e];
-  const int32_t padded = (total + block_size - 1) / block_size * block_size;
-  scan[e] = e < experts ? padded : 0;
-  __syncthreads();
-  for (int step = 1; step < kScanThreads; step *= 2) {  // inclusive Hillis-Steele scan
-    const int32_t add = e >= step ? scan[e - step] : 0;
-    __syncthreads();
-    scan[e] += add;
-    __syncthreads();
-  }
-  const int32_t used = scan[kScanThreads - 1];
-  const int32_t offset = scan[e] - (e < experts ? padded : 0);
+  const int32_t offset = lay_out_experts(total, experts, block_size, pairs, sorted_pairs, capacity, block_experts,
+                                         blocks, num_padded, scan);
   if (e < experts) {
     int32_t slot = offset;
     for (int64_t s = 0; s < segments; ++s) {  // each segment's first slot for this expert
@@ -71,12 +95,61 @@ __global__ void __launch_bounds__(kScanThreads)
       counts[s * experts + e] = slot;
       slot += c;
     }
-    for (int32_t r = offset + total; r < offset + padded; ++r) sorted_pairs[r] = pairs;
-    for (int32_t b = offset / block_size; b < (offset + padded) / block_size; ++b) block_experts[b] = e;
   }
-  if (e == 0) *num_padded = used;
-  for (int64_t r = used + threadIdx.x; r < capacity; r += kScanThreads) sorted_pairs[r] = pairs;
-  for (int64_t b = used / block_size + threadIdx.x; b < blocks; b += kScanThreads) block_experts[b] = -1;
+}
+
+// The whole routing of up to kMoeOneBlockPairs pairs in one block of kScanThreads threads: small
+// routings are four launches' latency in the four-kernel form, and one block's work here. Pass 1
+// counts each expert's pairs in shared memory; lay_out_experts gives their first slots; pass 2
+// takes the pairs a chunk of kScanThreads at a time, in pair order, and ranks each within its
+// expert by the chunk's earlier warps (per-warp histograms) and its warp's earlier lanes (a warp
+// match), from the expert's running next slot.
+__global__ void __launch_bounds__(kScanThreads)
+    routing_one_block_kernel(PairExperts experts, int32_t pairs, int32_t block_size, int32_t* sorted_pairs,
+                             int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded,
+                             int32_t* pair_slots) {
+  constexpr int kWarps = kScanThreads / 32;
+  __shared__ int32_t next_slot[kMoeMaxExperts];  // pass 1: counts; pass 2: each expert's next slot
+  __shared__ int32_t scan[kScanThreads];
+  __shared__ int32_t warp_hist[kWarps][kMoeMaxExperts];
+  const auto E = static_cast<int32_t>(experts.experts);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int e = threadIdx.x; e < E; e += kScanThreads) next_slot[e] = 0;
+  for (int i = threadIdx.x; i < kWarps * E; i += kScanThreads) warp_hist[i / E][i % E] = 0;
+  __syncthreads();
+  for (int32_t p = threadIdx.x; p < pairs; p += kScanThreads) {
+    const int32_t e = experts.of(p);
+    if (e >= 0) atomicAdd(&next_slot[e], 1);  // integer counts: the same whatever the order
+  }
+  __syncthreads();
+  const int32_t total = threadIdx.x < E ? next_slot[threadIdx.x] : 0;
+  const int32_t offset =
+      lay_out_experts(total, E, block_size, pairs, sorted_pairs, capacity, block_experts, blocks, num_padded, scan);
+  if (threadIdx.x < E) next_slot[threadIdx.x] = offset;
+  __syncthreads();
+  for (int32_t base = 0; base < pairs; base += kScanThreads) {
+    const int32_t p = base + static_cast<int32_t>(threadIdx.x);
+    const int32_t e = p < pairs ? experts.of(p) : -1;
+    const unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
+    const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
+    const bool leader = e >= 0 && rank_in_warp == 0;
+    if (leader) warp_hist[warp][e] = __popc(peers);
+    __syncthreads();
+    if (e >= 0) {
+      int32_t slot = next_slot[e] + rank_in_warp;
+      for (int w = 0; w < warp; ++w) slot += warp_hist[w][e];
+      sorted_pairs[slot] = p;
+      pair_slots[p] = slot;
+    } else if (p < pairs) {
+      pair_slots[p] = -1;
+    }
+    __syncthreads();  // every slot of this chunk read next_slot and warp_hist before they move on
+    if (leader) {
+      atomicAdd(&next_slot[e], __popc(peers));  // integer sums: the same whatever the order
+      warp_hist[warp][e] = 0;
+    }
+    __syncthreads();
+  }
 }
 
 __global__ void __launch_bounds__(kSegment)
@@ -116,25 +189,29 @@ void launch_pair_experts(const PairExperts& experts, int64_t pairs, int32_t* pai
   check_launch("moe_pair_experts");
 }
 
-void launch_moe_align(const int32_t* pair_experts, int64_t pairs, int64_t experts, int block_size,
-                      int32_t* segment_counts, int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts,
-                      int64_t blocks, int32_t* num_padded, int32_t* pair_slots, cudaStream_t stream) {
-  const int64_t segments = (pairs + kSegment - 1) / kSegment;
-  const auto e32 = static_cast<int32_t>(experts);
-  if (segments > 0) {
-    segment_histogram_kernel<<<static_cast<unsigned>(segments), kSegment, 0, stream>>>(pair_experts, pairs, e32,
-                                                                                       segment_counts);
-    check_launch("moe_align (histograms)");
+void launch_moe_routing(const PairExperts& experts, int64_t pairs, int block_size, int32_t* pair_experts,
+                        int32_t* segment_counts, int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts,
+                        int64_t blocks, int32_t* num_padded, int32_t* pair_slots, cudaStream_t stream) {
+  const auto e32 = static_cast<int32_t>(experts.experts);
+  if (pairs <= kMoeOneBlockPairs) {
+    routing_one_block_kernel<<<1, kScanThreads, 0, stream>>>(experts, static_cast<int32_t>(pairs), block_size,
+                                                             sorted_pairs, capacity, block_experts, blocks, num_padded,
+                                                             pair_slots);
+    check_launch("moe_align (one block)");
+    return;
   }
+  launch_pair_experts(experts, pairs, pair_experts, stream);
+  const int64_t segments = (pairs + kSegment - 1) / kSegment;
+  segment_histogram_kernel<<<static_cast<unsigned>(segments), kSegment, 0, stream>>>(pair_experts, pairs, e32,
+                                                                                     segment_counts);
+  check_launch("moe_align (histograms)");
   expert_offsets_kernel<<<1, kScanThreads, 0, stream>>>(segment_counts, segments, e32, block_size,
                                                         static_cast<int32_t>(pairs), sorted_pairs, capacity,
                                                         block_experts, blocks, num_padded);
   check_launch("moe_align (offsets)");
-  if (segments > 0) {
-    place_pairs_kernel<<<static_cast<unsigned>(segments), kSegment, 0, stream>>>(
-        pair_experts, pairs, e32, segment_counts, sorted_pairs, pair_slots);
-    check_launch("moe_align (placement)");
-  }
+  place_pairs_kernel<<<static_cast<unsigned>(segments), kSegment, 0, stream>>>(pair_experts, pairs, e32, segment_counts,
+                                                                               sorted_pairs, pair_slots);
+  check_launch("moe_align (placement)");
 }
 
 }  // namespace lowbit::cuda_detail

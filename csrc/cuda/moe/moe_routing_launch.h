@@ -14,10 +14,16 @@ namespace lowbit::cuda_detail {
 // pair_experts[p] = experts.of(p): the table the routing kernels read.
 void launch_pair_experts(const PairExperts& experts, int64_t pairs, int32_t* pair_experts, cudaStream_t stream);
 
-// segment_counts: int32 [ceil(pairs / kMoeRoutingSegment), experts] scratch.
-void launch_moe_align(const int32_t* pair_experts, int64_t pairs, int64_t experts, int block_size,
-                      int32_t* segment_counts, int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts,
-                      int64_t blocks, int32_t* num_padded, int32_t* pair_slots, cudaStream_t stream);
+// Pairs without routing scratch past this many: one kernel of one block (moe_routing.cu). Not
+// measured against the four-kernel form yet; 4096 is 512 tokens at top-8.
+inline constexpr int64_t kMoeOneBlockPairs = 4096;
+
+// Groups the pairs by expert (moe_align's outputs). pair_experts: int32 [pairs] and
+// segment_counts: int32 [ceil(pairs / kMoeRoutingSegment), experts], scratch that only routings
+// of more than kMoeOneBlockPairs pairs use.
+void launch_moe_routing(const PairExperts& experts, int64_t pairs, int block_size, int32_t* pair_experts,
+                        int32_t* segment_counts, int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts,
+                        int64_t blocks, int32_t* num_padded, int32_t* pair_slots, cudaStream_t stream);
 
 // x [tokens, hidden] (row stride in elements) in x_type -> bf16 [tokens, hidden] contiguous.
 void launch_round_to_bf16(const void* x, FloatType x_type, int64_t tokens, int64_t hidden, int64_t x_row_stride,
