@@ -319,8 +319,21 @@ def test_graph_replay_equals_eager_and_runs_are_deterministic(kernel, rng: np.ra
     assert torch.equal(captured, run())
 
 
+# (tokens, experts, top_k, block): the four-kernel form (past 4096 pairs) and the one-block form,
+# each with 512 experts, and the two sides of their boundary (4096 and 4097 pairs)
+ROUTINGS = [
+    (4096, 256, 8, 64),
+    (1000, 512, 16, 64),
+    (77, 3, 2, 16),
+    (256, 512, 16, 64),
+    (512, 128, 8, 16),
+    (4097, 40, 1, 32),
+    (1, 7, 1, 1),
+]
+
+
 def test_gpu_routing_equals_cpu_routing(rng: np.random.Generator) -> None:
-    for tokens, experts, top_k, block in [(4096, 256, 8, 64), (1000, 512, 16, 64), (77, 3, 2, 16)]:
+    for tokens, experts, top_k, block in ROUTINGS:
         ids = torch.from_numpy(rng.integers(-2, experts + 2, (tokens, top_k)))
         ids[: tokens // 2, 0] = 1  # skew: one expert takes half the tokens
         cpu = moe_align(ids, experts, block)
