@@ -49,8 +49,7 @@ void moe_align(ExpertIds ids, int64_t pairs, int64_t experts, int64_t begin, int
                void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // One projection over routed pairs: y[p, n] = sum_k W[e(p)][n, k] x[p / x_pair_divisor, k] for
-// n < N, float32 accumulation, y in y_type (moe_vec: F32, BF16 or F16, rounded once; moe_batched:
-// F32).
+// n < N, float32 accumulation, y in y_type (F32, BF16 or F16, rounded once).
 //   w: the experts' weights (data, row and expert strides in bytes; split MX scales and their
 //      strides), [experts, N, row_bytes(K)].
 //   x: bf16 [rows, K] with row stride x_row_stride elements (a multiple of 8), 16-byte aligned;
@@ -68,7 +67,7 @@ struct MoeProjection {
   int64_t pairs = 0;
   void* y = nullptr;  // [pairs, N] in y_type with row stride y_row_stride
   int64_t y_row_stride = 0;
-  FloatType y_type = FloatType::F32;  // moe_vec: F32, BF16 or F16 (rounded once); moe_batched: F32
+  FloatType y_type = FloatType::F32;  // F32, BF16 or F16 (rounded once)
 };
 
 // Vector kernel: one pass over each pair's expert rows; pairs whose pair_experts[p] is outside

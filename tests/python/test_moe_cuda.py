@@ -437,6 +437,9 @@ def test_batched_projection_types_and_activation_dtypes(qtype, dtype) -> None:
     exact = _exact_projection(x.float(), batched_bf16_weights(w, qtype, s, block), ids, 1)
     bound = 2.0**-8 if dtype != torch.float32 else (GROUPED_EXACT_BOUND if grouped_mmq_runs(block) else 1e-4)
     assert rel_err(y, exact) < bound, qtype.type_name
+    if dtype != torch.float32:  # written by the kernel: the float32 result of the same bf16 rows, rounded once
+        y32 = moe_batched(x.float(), w, qtype, moe_align(ids, experts, block), 1, tokens, scales=s)
+        assert torch.equal(y, y32.to(dtype)), qtype.type_name
 
 
 def test_batched_projection_graph_replay_and_determinism() -> None:

@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
     } else {
       const int64_t n = out0 + g + 8 * ((i >> 1) & 1);
       if (pair < 0 || n >= a.n) continue;
-      static_cast<float*>(a.out)[pair * a.out_row_stride + n] = acc[i];
+      store_float_as(a.out, a.out_type, pair * a.out_row_stride + n, acc[i]);
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "cuda/common/ptx.cuh"
+#include "cuda/common/store_float.cuh"
 #include "cuda/mmvq/mmvq_args.h"
 #include "cuda/mmvq/mmvq_tiling.h"
 
@@ -166,31 +167,6 @@ __device__ __forceinline__ const uint8_t* staged_row(const MmvqArgs& a, const ui
   const int64_t unit_start = static_cast<int64_t>(u) * Tl::kUnitBytes;
   return stage + row_in_stage * Tl::kSpanBytes +
          (reinterpret_cast<uintptr_t>(a.w + row * a.w_row_stride + unit_start) & 15);
-}
-
-template <class Out>
-__device__ __forceinline__ Out from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-
-// v written as y[i] in a type named at run time (the pairs modes' plain outputs: the op's dtype).
-__device__ __forceinline__ void store_float_as(void* y, FloatType type, int64_t i, float v) {
-  if (type == FloatType::BF16)
-    static_cast<__nv_bfloat16*>(y)[i] = from_float<__nv_bfloat16>(v);
-  else if (type == FloatType::F16)
-    static_cast<__half*>(y)[i] = from_float<__half>(v);
-  else
-    static_cast<float*>(y)[i] = v;
 }
 
 // Sums the warps' mma accumulators (the m16n8 C fragment layout) in a fixed order and writes y.

@@ -224,8 +224,8 @@ size_t moe_batched_workspace_bytes(const MoeProjection& proj, int block_size) {
 void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStream_t stream, void* workspace,
                  size_t workspace_bytes) {
   check_projection(proj, proj.n, "moe_batched");
-  LOWBIT_CHECK(proj.y_type == FloatType::F32, "y_type: moe_batched writes float32 (FloatType::F32), got ",
-               static_cast<int>(proj.y_type));
+  LOWBIT_CHECK(proj.y_type == FloatType::F32 || proj.y_type == FloatType::BF16 || proj.y_type == FloatType::F16,
+               "y_type: must be F32, BF16 or F16, got ", static_cast<int>(proj.y_type));
   LOWBIT_CHECK(routing.block_size >= 1 && routing.block_size <= 1024, "routing: block_size must be in [1, 1024], got ",
                routing.block_size);
   check_routing(routing, proj.pairs, proj.experts, routing.block_size);

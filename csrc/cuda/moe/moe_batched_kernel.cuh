@@ -16,6 +16,7 @@
 
 #include "cuda/common/device_codebooks.cuh"
 #include "cuda/common/launch.h"
+#include "cuda/common/store_float.cuh"
 #include "cuda/moe/bf16_tile_mma.cuh"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/moe_weight_rows.cuh"
@@ -139,7 +140,7 @@ __global__ void __launch_bounds__(kMoeBatchedThreads) moe_batched_kernel(MoeProj
       const int64_t pair = slot < a.sorted_capacity && r < rows_here ? a.sorted_pairs[slot] : a.pairs;
       const int64_t j = out0 + col;
       if (pair < 0 || pair >= a.pairs || j >= a.n) continue;
-      static_cast<float*>(a.out)[pair * a.out_row_stride + j] = c[r * MoeTileMma::kCRowFloats + col];
+      store_float_as(a.out, a.out_type, pair * a.out_row_stride + j, c[r * MoeTileMma::kCRowFloats + col]);
     }
   }
 }

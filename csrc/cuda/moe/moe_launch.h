@@ -41,7 +41,7 @@ struct MoeProjArgs {
   uint8_t* int8_activations;
   void* out;  // out_type, or bf16 bits when gated
   int64_t out_row_stride;
-  FloatType out_type;  // plain outputs: F32 (the batched kernels), BF16 or F16
+  FloatType out_type;  // plain outputs: F32, BF16 or F16
   bool gated;
   Activation activation;
 };

@@ -98,8 +98,9 @@ at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qt
   const c10::cuda::CUDAGuard guard(w.device());
   at::Tensor keep;
   const WeightArg wa = aligned_weight(p.w, w, keep);
-  at::Tensor y = at::zeros({pairs, p.w.rows}, x.options().dtype(at::kFloat));
-  if (pairs == 0) return y.to(x.scalar_type());
+  // written in x's dtype by the kernels; the zeros stay in the rows of pairs without a local expert
+  at::Tensor y = at::zeros({pairs, p.w.rows}, x.options());
+  if (pairs == 0) return y;
   const at::Tensor xb = bf16_rows(x);
   const at::Tensor sorted = sorted_pair_ids.contiguous(), blocks = block_experts.contiguous();
   const at::Tensor used = num_padded.contiguous();
@@ -118,7 +119,7 @@ at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qt
   translate_errors([&] {
     cuda::moe_batched(proj, r, c10::cuda::getCurrentCUDAStream(), ws.data_ptr(), static_cast<size_t>(ws.numel()));
   });
-  return y.to(x.scalar_type());
+  return y;
 }
 
 at::Tensor dequantize_expert(const WeightArg& w, int64_t e, at::ScalarType dtype) {
