@@ -329,6 +329,8 @@ ROUTINGS = [
     (512, 128, 8, 16),
     (4097, 40, 1, 32),
     (1, 7, 1, 1),
+    (0, 512, 8, 64),  # no pairs: the padding and the tail alone
+    (300, 512, 4, 1024),  # the largest block size
 ]
 
 
@@ -337,12 +339,13 @@ def test_gpu_routing_equals_cpu_routing(rng: np.random.Generator) -> None:
         ids = torch.from_numpy(rng.integers(-2, experts + 2, (tokens, top_k)))
         ids[: tokens // 2, 0] = 1  # skew: one expert takes half the tokens
         cpu = moe_align(ids, experts, block)
-        gpu = moe_align(ids.to(dev()).int(), experts, block)
-        for a, b in zip(cpu, gpu, strict=True):
-            if isinstance(a, torch.Tensor):
-                assert torch.equal(a, b.cpu())
-            else:  # the block size the routing was made with
-                assert a == b == block
+        for ids_d in (ids.to(dev()).int(), ids.to(dev())):  # int32 and int64 ids
+            gpu = moe_align(ids_d, experts, block)
+            for a, b in zip(cpu, gpu, strict=True):
+                if isinstance(a, torch.Tensor):
+                    assert torch.equal(a, b.cpu()), (tokens, experts, top_k, block, ids_d.dtype)
+                else:  # the block size the routing was made with
+                    assert a == b == block
 
 
 def test_expert_weights_beyond_2_to_the_31_bytes() -> None:
@@ -421,9 +424,11 @@ def test_batched_projection_against_its_roundings(block_size, tokens, kind) -> N
     ids=lambda q: q.type_name,
 )
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
-def test_batched_projection_types_and_activation_dtypes(qtype, dtype) -> None:
+@pytest.mark.parametrize("kernel", ["dispatcher", "mma_sync"])
+def test_batched_projection_types_and_activation_dtypes(qtype, dtype, kernel) -> None:
     """Weight types of each family (split MX scales offset per expert too) at the block size the
-    dispatcher picks, x in every dtype (rounded to bf16 once), x rows one per pair (top_k = 1)."""
+    dispatcher picks and at 48 (the mma.sync kernel everywhere), x in every dtype (rounded to bf16
+    once), x rows one per pair (top_k = 1)."""
     rng = np.random.default_rng(fresh_seed())
     experts, tokens, n = 12, 300, 136
     elems = 256 if qtype in (QuantType.IQ4_XS, QuantType.IQ2_XXS, QuantType.IQ1_M) else 32
@@ -431,7 +436,7 @@ def test_batched_projection_types_and_activation_dtypes(qtype, dtype) -> None:
     w, s = random_weight(qtype, n, k, rng, experts=experts, device=dev())
     x = torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(dev(), dtype)
     _, ids = routing(rng, tokens, experts, 1, "invalid")
-    block = moe_block_size(tokens, experts, dev())
+    block = moe_block_size(tokens, experts, dev()) if kernel == "dispatcher" else 48
     y = moe_batched(x, w, qtype, moe_align(ids, experts, block), 1, tokens, scales=s)
     assert y.dtype == dtype
     exact = _exact_projection(x.float(), batched_bf16_weights(w, qtype, s, block), ids, 1)

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "cuda/common/store_float.cuh"
 #include "cuda/mmq/mmq_grouped_launch.h"
 #include "cuda/mmq/mmq_kernel.cuh"
 #include "cuda/moe/moe_launch.h"
