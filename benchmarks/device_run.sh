@@ -6,12 +6,12 @@
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
 #   bit-exact decode tests skip there. LOWBIT_COMMIT names the commit in the CSVs (no .git there).
-#   A/B against another commit: `mkdir ab-base && git archive REV | tar -x -C ab-base` here (ignored;
-#   carry it), then `build-base build ... ab`: build-base compiles ab-base's extension in the
-#   background, ab waits for it and runs benchmarks/ab_builds.py (AB_OP: mmvq, the default, or
-#   moe_vec) on AB_TYPES (default: the nine I-quants) at AB_M (default 1,2); AB_BUILDS replaces
-#   the builds compared (default "new=python base=ab-base/python"; NAME=DIR,KEY=VALUE sets an
-#   environment knob for one).
+#   A/B against another commit: `mkdir ab-base && git archive REV | tar -x -C ab-base` here (ab-*/
+#   are ignored; carry them), then `build-base build ... ab`: build-base compiles the extension of
+#   ab-base (or of each tree in AB_DIRS, e.g. "ab-base ab-two") in the background, ab waits for
+#   them and runs benchmarks/ab_builds.py (AB_OP: mmvq, the default, or moe_vec) on AB_TYPES
+#   (default: the nine I-quants) at AB_M (default 1,2); AB_BUILDS replaces the builds compared
+#   (default "new=python base=ab-base/python"; NAME=DIR,KEY=VALUE sets an environment knob for one).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/lowbit-out}"
@@ -36,14 +36,21 @@ base_pid=""
 for step in "${steps[@]}"; do
   case "$step" in
     build-base)
-      [ -d ab-base ] || { echo "build-base: no ab-base/ (see the header)"; exit 1; }
+      # every tree of AB_DIRS (default ab-base) in the background, side by side
+      dirs=(${AB_DIRS:-ab-base})
       use_system_cxx
-      ( cd ab-base && cmake -S . -B build-dev -G Ninja -DLOWBIT_CUDA=ON -DLOWBIT_CUDA_ARCHS=90a -DLOWBIT_BUILD_PYTHON=ON \
-          -DPython_EXECUTABLE="$(command -v python3)" > "$OUT/build-base.log" 2>&1 &&
-          cmake --build build-dev -j 6 --target _C >> "$OUT/build-base.log" 2>&1 ) &
-      base_pid=$! ;;
+      jobs=$(( $(nproc) / (${#dirs[@]} + 1) )); [ $jobs -ge 2 ] || jobs=2
+      pids=()
+      for d in "${dirs[@]}"; do
+        [ -d "$d" ] || { echo "build-base: no $d/ (see the header)"; exit 1; }
+        ( cd "$d" && cmake -S . -B build-dev -G Ninja -DLOWBIT_CUDA=ON -DLOWBIT_CUDA_ARCHS=90a -DLOWBIT_BUILD_PYTHON=ON \
+            -DPython_EXECUTABLE="$(command -v python3)" > "$OUT/build-$d.log" 2>&1 &&
+            cmake --build build-dev -j "$jobs" --target _C >> "$OUT/build-$d.log" 2>&1 ) &
+        pids+=($!)
+      done
+      base_pid="${pids[*]}" ;;
     ab)
-      if [ -n "$base_pid" ]; then wait "$base_pid"; rc=$?; echo "build-base rc=$rc"; [ $rc -eq 0 ] || { tail -20 "$OUT/build-base.log"; exit 1; }; fi
+      for pid in $base_pid; do wait "$pid"; rc=$?; echo "build-base rc=$rc"; [ $rc -eq 0 ] || { tail -20 "$OUT"/build-ab*.log; exit 1; }; done
       build_args=()
       for spec in ${AB_BUILDS:-new=python base=ab-base/python}; do build_args+=(--build "$spec"); done
       python3 benchmarks/ab_builds.py --op "${AB_OP:-mmvq}" "${build_args[@]}" \
