@@ -25,6 +25,9 @@ import bench_dense as bd  # noqa: E402
 import lowbit  # noqa: E402
 from lowbit.testing import rel_err  # noqa: E402
 
+# the types whose MMQ has the int8 path (math="int8"; include/lowbit/mmq_policy.h)
+INT8_TYPES = {"iq1_s", "iq2_xxs", "iq3_xxs", "iq3_s", "iq4_nl", "iq4_xs", "q5_0", "q8_0", "mxfp4", "mxfp4_split"}
+
 
 def bench_shape(q: lowbit.QuantType, n: int, k: int, ms: list[int], rows: bd.Rows, args, results: dict) -> None:
     dev = torch.device("cuda")
@@ -33,9 +36,11 @@ def bench_shape(q: lowbit.QuantType, n: int, k: int, ms: list[int], rows: bd.Row
     name = q.type_name
     graph = f"graph replay of {args.calls} calls"
 
-    def mmq(x: torch.Tensor, r: int) -> torch.Tensor:
+    def mmq(x: torch.Tensor, r: int, math: str = "auto") -> torch.Tensor:
         i = r % len(rw.ws)
-        return torch.ops.lowbit.mmq(x, rw.ws[i], int(q), scales=rw.ss[i])
+        return torch.ops.lowbit.mmq(x, rw.ws[i], int(q), scales=rw.ss[i], math=math)
+
+    int8 = name in INT8_TYPES
 
     for m in ms:
         calls = max(2, min(args.calls, int(args.calls * 128 / max(m, 128))))
@@ -52,6 +57,11 @@ def bench_shape(q: lowbit.QuantType, n: int, k: int, ms: list[int], rows: bd.Row
 
         timed = bd.time_calls(lambda r, x=x: mmq(x, r), calls, args.iters)
         results[key + ("mmq",)] = row("mmq", timed, rel_err(mmq(x, 0), ref), "wgmma, weights decoded on chip")
+        if int8:
+            timed = bd.time_calls(lambda r, x=x: mmq(x, r, "int8"), calls, args.iters)
+            err = rel_err(mmq(x, 0, "int8"), ref)
+            note = "int8 wgmma, activations int8 per 32 weights (math=int8)"
+            results[key + ("mmq_int8",)] = row("mmq_int8", timed, err, note)
         timed = bd.time_calls(lambda r, x=x: torch.matmul(x, rw.dequantize(r).T), calls, args.iters)
         err = rel_err(torch.matmul(x, rw.dequantize(0).T), ref)
         results[key + ("dequant_matmul",)] = row("dequant_matmul", timed, err, "lowbit.dequantize + torch.matmul")
@@ -83,7 +93,7 @@ def bench_bf16(n: int, k: int, ms: list[int], rows: bd.Rows, args, results: dict
 def summary(results: dict, types: list[str], shapes: list[tuple[int, int]], ms: list[int]) -> list[str]:
     lines, miss = [], []
     for n, k in shapes:
-        lines.append(f"N={n} K={k}: mmq us (x vs bf16_matmul; x vs ggml MMQ where known) | auto/fastest")
+        lines.append(f"N={n} K={k}: mmq us (x vs bf16_matmul; x vs ggml MMQ where known), int8 us | auto/fastest")
         for name in types:
             cells = []
             for m in ms:
@@ -105,7 +115,10 @@ def summary(results: dict, types: list[str], shapes: list[tuple[int, int]], ms: 
                     cell += f" ({g / t:.2f}x ggml)"
                     if m in (16, 32, 64) and name in anchors.I_QUANTS and g / t < 2.0:
                         miss.append(f"{name} M={m} {g / t:.2f}x ggml < 2x")
-                kernels = [results.get((name, n, k, m, kk)) for kk in ("mmq", "dequant_matmul")]
+                t8 = results.get((name, n, k, m, "mmq_int8"))
+                if t8 is not None:
+                    cell += f" int8 {t8:.1f}" + (f" ({g / t8:.2f}x ggml)" if g else "")
+                kernels = [results.get((name, n, k, m, kk)) for kk in ("mmq", "mmq_int8", "dequant_matmul")]
                 fastest = min(v for v in kernels if v is not None)
                 a = results.get((name, n, k, m, "auto"))
                 if a is not None:

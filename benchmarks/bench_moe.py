@@ -167,6 +167,10 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(o - ref) / torch.linalg.vector_norm(ref))
 
 
+# types whose grouped MMQ has the int8 path (moe_batched math="int8"; include/lowbit/mmq_policy.h)
+INT8_BATCHED_TYPES = {"iq1_s", "iq2_xxs", "iq3_xxs", "iq3_s", "iq4_nl", "iq4_xs", "q5_0", "q8_0", "mxfp4"}
+
+
 def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
     rows = []
     E, top_k, N, K = 128, 8, 768, 2048
@@ -194,6 +198,13 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                 "dequant_matmul": lambda r: dequant_matmul_proj(x, ws[r], q, ids, top_k),  # noqa: B023
             }
             calls["auto"] = calls[auto]
+            if block <= 64 and name in INT8_BATCHED_TYPES:  # the grouped MMQ's int8 path (math="int8")
+
+                def batched_int8(r: int) -> torch.Tensor:
+                    routing = moe_align(ids, E, block)  # noqa: B023
+                    return moe_batched(x, ws[r], q, routing, top_k, T * top_k, math="int8")  # noqa: B023
+
+                calls["moe_batched_int8"] = batched_int8
             for kernel, call in calls.items():
                 out = call(0)
                 err = rel_err(out[: check * top_k], ref)
@@ -201,7 +212,7 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                 med, plain = time_us(call, len(ws), graph)
                 t = med if graph else plain
                 notes = ("auto=" + auto if kernel == "auto" else "") + ("" if graph else " plain launches, host sync")
-                if kernel in ("moe_batched", "auto") and "moe_batched" in (kernel, auto):
+                if kernel in ("moe_batched", "moe_batched_int8", "auto") and "moe_batched" in (kernel, auto):
                     notes += f" block={block}"
                 row = dict(
                     base,
@@ -289,11 +300,12 @@ def bench_layer(writer, base, tokens_list, gen, vec_max_tokens: int) -> list[dic
 
 
 def summary(proj: list[dict], layer: list[dict]) -> str:
-    lines = ["moe_proj vs ggml MUL_MAT_ID (ANCHORS.md): speed-up = ggml / lowbit best of vec, batched"]
+    lines = ["moe_proj vs ggml MUL_MAT_ID (ANCHORS.md): speed-up = ggml / lowbit best of vec, batched, batched int8"]
     by = {(r["qtype"], int(r["M"]), r["kernel"]): float(r["median_us"]) for r in proj}
     for name, anchors in GGML_MOE_PROJ.items():
         for T, ggml in anchors.items():
-            best = min((by.get((name, T, k), float("inf")) for k in ("moe_vec", "moe_batched")), default=float("inf"))
+            kernels = ("moe_vec", "moe_batched", "moe_batched_int8")
+            best = min((by.get((name, T, k), float("inf")) for k in kernels), default=float("inf"))
             if best == float("inf"):
                 continue
             need = PROJ_TARGET.get(T)

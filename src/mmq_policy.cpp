@@ -9,7 +9,12 @@
 
 namespace lowbit {
 
-MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device) {
+bool mmq_int8_supported(QuantType t) {
+  weight_type_info(static_cast<int64_t>(t), "qtype");
+  return cuda_detail::mmq_int8_supported(t, 16);
+}
+
+MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device, MmvqMath math) {
   weight_type_info(static_cast<int64_t>(t), "qtype");
   row_bytes(t, k, "k");
   LOWBIT_CHECK(m >= 1, "x: MMQ needs at least one token, got M = ", m);
@@ -19,6 +24,11 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
   // The smallest wgmma N that holds the tokens: fewer padded tokens below 128, and past 128 the
   // 128-token tile (64 accumulators per thread) keeps registers for the decode.
   c.tokens_per_tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
+  LOWBIT_CHECK(math != MmvqMath::kInt8 || mmq_int8_supported(t), "math: \"int8\" MMQ needs a type whose int8 form ",
+               "scales 32 weights at a time (every I-quant but iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, ",
+               "mxfp4_split); got ", type_name(t));
+  c.int8 = math == MmvqMath::kInt8;
+  if (c.int8) c.tokens_per_tile = std::min(c.tokens_per_tile, cuda_detail::kMmqInt8MaxTile);
   c.k_pad = (k + 255) / 256 * 256;
   const int64_t units = c.k_pad / 256;
   const int64_t tiles =
@@ -27,7 +37,7 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
   // from the kernel's shared memory), into at least 4 units per split and within the partial buffer.
   int64_t splits = 1;
   const int64_t sms =
-      std::max(device.multiprocessors, 1) * std::max(cuda_detail::mmq_blocks_per_sm(t, c.tokens_per_tile), 1);
+      std::max(device.multiprocessors, 1) * std::max(cuda_detail::mmq_blocks_per_sm(t, c.tokens_per_tile, c.int8), 1);
   if (tiles > 0 && tiles < sms) {
     splits = sms / tiles;
     splits = std::min<int64_t>(splits, std::max<int64_t>(units / 4, 1));
@@ -36,7 +46,7 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
     splits = std::max<int64_t>(splits, 1);
   }
   c.splits = static_cast<int>(splits);
-  c.activation_bytes = static_cast<size_t>(m * c.k_pad * 2);
+  c.activation_bytes = static_cast<size_t>(cuda_detail::mmq_activation_bytes(m, c.k_pad, c.int8));
   c.partial_bytes = c.splits > 1 ? static_cast<size_t>(c.splits * m * n * 4) : 0;
   return c;
 }

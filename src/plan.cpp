@@ -104,9 +104,10 @@ Plan plan_linear(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts
         << (p.mmvq.math == MmvqMath::kInt8 ? "int8 weights and activations" : "bf16 arithmetic") << " ("
         << mmvq_kernel_name(p.mmvq.kernel) << ")";
   } else if (p.kernel == DenseKernel::kMmq) {
-    p.mmq = select_mmq_config(t, m, n, k, device);
+    p.mmq = select_mmq_config(t, m, n, k, device, options.math);
     p.workspace_bytes = p.mmq.workspace_bytes();
-    why << ": weights decoded on chip into wgmma, " << p.mmq.tokens_per_tile << "-token tiles";
+    why << ": weights decoded on chip into wgmma, " << p.mmq.tokens_per_tile << "-token tiles, "
+        << (p.mmq.int8 ? "int8 weights and activations" : "bf16 arithmetic");
   } else if (p.kernel == DenseKernel::kDequantMatmul) {
     p.workspace_bytes = static_cast<size_t>(n) * static_cast<size_t>(k) * 2;  // the bf16 weight
   }
@@ -132,7 +133,8 @@ std::string describe_plan(const Plan& p) {
     }
     s << ")";
   } else if (p.kernel == DenseKernel::kMmq) {
-    s << " (" << p.mmq.rows_per_tile << " x " << p.mmq.tokens_per_tile << " tiles, K split " << p.mmq.splits << ")";
+    s << " (" << (p.mmq.int8 ? "int8 " : "bf16 ") << p.mmq.rows_per_tile << " x " << p.mmq.tokens_per_tile
+      << " tiles, K split " << p.mmq.splits << ")";
   }
   s << ", workspace " << p.workspace_bytes << " B; " << p.reason;
   return s.str();

@@ -65,8 +65,9 @@ at::Tensor mmvq_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, con
 }
 
 // The CPU computes the exact reference for MMQ too.
-at::Tensor mmq_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
-  return linear_reference(plan_mmq(x, w, qtype, scales), x, std::nullopt);
+at::Tensor mmq_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
+                   c10::string_view math) {
+  return linear_reference(plan_mmq(x, w, qtype, scales, math), x, std::nullopt);
 }
 
 std::tuple<at::Tensor, at::Tensor> quantize_cpu(const at::Tensor& w, int64_t qtype, int64_t scale_rule) {

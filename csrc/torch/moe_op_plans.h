@@ -23,13 +23,15 @@ MoeAlignPlan plan_moe_align(const at::Tensor& topk_ids, int64_t num_experts, int
 struct MoeProjPlan {
   WeightArg w;
   int64_t pairs = 0, top_k = 0, begin = 0;
-  int64_t block_size = 0;  // moe_batched: the routing's
+  int64_t block_size = 0;           // moe_batched: the routing's
+  MmvqMath math = MmvqMath::kAuto;  // moe_batched: its arithmetic (MoeProjection::math)
 };
 MoeProjPlan plan_moe_vec(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& topk_ids,
                          int64_t top_k, const std::optional<at::Tensor>& scales, at::OptionalIntArrayRef expert_range);
 MoeProjPlan plan_moe_batched(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
                              const at::Tensor& block_experts, const at::Tensor& num_padded, int64_t top_k,
-                             int64_t pairs, const std::optional<at::Tensor>& scales, int64_t block_size);
+                             int64_t pairs, const std::optional<at::Tensor>& scales, int64_t block_size,
+                             c10::string_view math);
 
 // moe_layer's kernel argument: nullopt for "auto".
 std::optional<MoeKernel> parse_moe_layer_kernel(c10::string_view kernel);

@@ -22,7 +22,7 @@ TORCH_LIBRARY_FRAGMENT(lowbit, m) {
   // The same over moe_align's routing made with `block_size`: rows of dropped pairs are zero.
   m.def(
       "moe_batched(Tensor x, Tensor w, int qtype, Tensor sorted_pair_ids, Tensor block_experts, Tensor num_padded, "
-      "int top_k, SymInt pairs, *, Tensor? scales=None, int block_size=64) -> Tensor");
+      "int top_k, SymInt pairs, *, Tensor? scales=None, int block_size=64, str math=\"auto\") -> Tensor");
   // The routing block size moe_batched runs fastest with for `pairs` pairs over E experts on
   // `device` (lowbit::moe_block_size: the grouped MMQ's token tile on Hopper, else 64).
   m.def("moe_block_size(int pairs, int experts, Device device) -> int",
@@ -112,9 +112,10 @@ at::Tensor moe_vec_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
 
 at::Tensor moe_batched_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
                            const at::Tensor& block_experts, const at::Tensor& num_padded, int64_t top_k, int64_t pairs,
-                           const std::optional<at::Tensor>& scales, int64_t block_size) {
+                           const std::optional<at::Tensor>& scales, int64_t block_size, c10::string_view math) {
+  // the CPU computes the exact reference whatever arithmetic `math` names for CUDA
   const MoeProjPlan p =
-      plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales, block_size);
+      plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales, block_size, math);
   const at::Tensor sorted = sorted_pair_ids.contiguous(), blocks = block_experts.contiguous();
   const int64_t capacity = sorted.numel();
   const int64_t used = std::min<int64_t>(std::max<int64_t>(num_padded[0].item<int32_t>(), 0), capacity);

@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include "lowbit/cuda_limits.h"
+#include "lowbit/mmq_policy.h"
 
 namespace lowbit::torch_ops {
 
@@ -48,9 +49,14 @@ LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, co
   return p;
 }
 
-LinearPlan plan_mmq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
+LinearPlan plan_mmq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
+                    c10::string_view math) {
   LinearPlan p = plan_linear(x, w, qtype, scales, std::nullopt);
   TORCH_CHECK_VALUE(p.m >= 1, "x must hold at least one token for mmq, got shape ", x.sizes());
+  p.math = translate_errors([&] { return parse_mmvq_math(std::string(math), "math"); });
+  TORCH_CHECK_VALUE(p.math != MmvqMath::kInt8 || mmq_int8_supported(p.w.type),
+                    "math: \"int8\" MMQ needs a type whose int8 form scales 32 weights at a time (every I-quant but ",
+                    "iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, mxfp4_split); got ", type_name(p.w.type));
   return p;
 }
 

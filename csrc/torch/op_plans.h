@@ -35,8 +35,10 @@ LinearPlan plan_linear(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
 LinearPlan plan_mmvq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
                      c10::string_view math);
 
-// linear's rules without a bias, for mmq: x [..., K] with at least one token.
-LinearPlan plan_mmq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales);
+// linear's rules without a bias, for mmq: x [..., K] with at least one token; math "auto", "bf16"
+// or "int8" (a type mmq_int8_supported names).
+LinearPlan plan_mmq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
+                    c10::string_view math);
 
 struct QuantizePlan {
   const TypeInfo* info;

@@ -20,7 +20,7 @@ TORCH_LIBRARY(lowbit, m) {
   m.def("mmvq(Tensor x, Tensor w, int qtype, *, Tensor? scales=None, str math=\"auto\") -> Tensor");
   // The tiled GEMM on the quantized weight, for direct calls: x [..., K] -> [..., N]. CUDA: MMQ on
   // a compute capability 9.0 device with the sm_90a kernels, dequantize + bf16 GEMM on others.
-  m.def("mmq(Tensor x, Tensor w, int qtype, *, Tensor? scales=None) -> Tensor");
+  m.def("mmq(Tensor x, Tensor w, int qtype, *, Tensor? scales=None, str math=\"auto\") -> Tensor");
   m.def("quantize(Tensor w, int qtype, *, int scale_rule=0) -> (Tensor, Tensor)");
   m.def(
       "fused_moe(Tensor x, Tensor w13, Tensor w2, Tensor topk_weights, Tensor topk_ids, *, int w13_type, "

@@ -68,6 +68,10 @@ struct MoeProjection {
   void* y = nullptr;  // [pairs, N] in y_type with row stride y_row_stride
   int64_t y_row_stride = 0;
   FloatType y_type = FloatType::F32;  // F32, BF16 or F16 (rounded once)
+  // moe_batched on the grouped MMQ kernel: kInt8 multiplies the weights' int8 codes with the
+  // activations quantized per token and 32 weights (types mmq_int8_supported names, routing blocks
+  // of 16 .. 64); kAuto and kBf16 the bf16 path. The vector kernel keeps its own rule (moe_vec_int8).
+  MmvqMath math = MmvqMath::kAuto;
 };
 
 // Vector kernel: one pass over each pair's expert rows; pairs whose pair_experts[p] is outside

@@ -16,7 +16,8 @@ struct MmqConfig {
   int rows_per_tile = 0;        // weight rows per block (two warpgroups of 64)
   int splits = 1;               // K split into this many ranges, summed in a fixed order
   int64_t k_pad = 0;            // K rounded up to the 256-weight unit
-  size_t activation_bytes = 0;  // the bf16 activations in the kernel's order, [M, k_pad]
+  bool int8 = false;            // activations as int8 per 32 weights, int8 wgmma (else bf16)
+  size_t activation_bytes = 0;  // the activations in the kernel's order and form
   size_t partial_bytes = 0;     // float32 partial sums [splits, M, N] (0 without a split)
   size_t workspace_bytes() const { return activation_bytes + partial_bytes; }
 };
@@ -25,8 +26,17 @@ struct MmqConfig {
 inline constexpr size_t kMmqMaxPartialBytes = size_t{8} << 20;
 
 // The configuration for y[M, N] = x[M, K] W^T of type t on `device` (multiprocessors fill the
-// grid). Throws lowbit::Error naming the argument for a type lowbit cannot decode, K not a whole
-// number of blocks, M < 1 or N < 0.
-MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device);
+// grid). math: kBf16 (and, until a measurement says otherwise, kAuto) decodes the weights to bf16
+// and rounds the activations to bf16; kInt8 multiplies the weights' int8 codes with activations
+// quantized per token and 32 weights (the int8 MMVQ's precision) on int8 tensor cores, for the
+// types mmq_int8_supported names, in tiles of up to 64 tokens. Throws lowbit::Error naming the
+// argument for a type lowbit cannot decode, K not a whole number of blocks, M < 1, N < 0, or
+// kInt8 for a type without a 32-weight int8 form.
+MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device,
+                            MmvqMath math = MmvqMath::kAuto);
+
+// Whether kInt8 serves type t: an int8 form with one scale per 32 weights (every I-quant but IQ1_M,
+// IQ2_XS and IQ2_S; Q5_0, Q8_0, both MXFP4 forms).
+bool mmq_int8_supported(QuantType t);
 
 }  // namespace lowbit

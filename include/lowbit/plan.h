@@ -65,7 +65,7 @@ struct Plan {
 
 struct PlanOptions {
   std::optional<DenseKernel> kernel;  // force a kernel (benchmarks, tests); empty: the policy's choice
-  MmvqMath math = MmvqMath::kAuto;    // MMVQ's arithmetic
+  MmvqMath math = MmvqMath::kAuto;    // MMVQ's and MMQ's arithmetic
 };
 
 // The plan of y [M, N] = x [M, K] W^T for a weight of type t on `device`. Checks the type, M >= 0

@@ -88,7 +88,11 @@ def _mmvq_fake(
 
 
 @torch.library.register_fake("lowbit::mmq")
-def _mmq_fake(x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: torch.Tensor | None = None) -> torch.Tensor:
+def _mmq_fake(
+    x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: torch.Tensor | None = None, math: str = "auto"
+) -> torch.Tensor:
+    if math not in ("auto", "bf16", "int8"):
+        raise ValueError(f'math: unknown MMQ arithmetic "{math}" (auto, bf16, int8)')
     return _linear_fake(x, w, qtype, scales=scales)
 
 

@@ -82,7 +82,10 @@ def _moe_batched_fake(
     *,
     scales: torch.Tensor | None = None,
     block_size: int = MOE_BLOCK_SIZE,
+    math: str = "auto",
 ) -> torch.Tensor:
+    if math not in ("auto", "bf16", "int8"):
+        raise ValueError(f'math: unknown MMVQ arithmetic "{math}" (auto, bf16, int8)')
     _same_device(
         w=w, x=x, sorted_pair_ids=sorted_pair_ids, block_experts=block_experts, num_padded=num_padded, scales=scales
     )

@@ -99,9 +99,12 @@ def moe_batched(
     pairs: int,
     *,
     scales: torch.Tensor | None = None,
+    math: str = "auto",
 ) -> torch.Tensor:
     """The projection of `moe_vec` over moe_align's routing (any block_size; the one it was made
-    with travels in `routing.block_size`), the batched kernel.
+    with travels in `routing.block_size`), the batched kernel. math "int8" (Hopper's grouped MMQ,
+    routing blocks of 16 to 64, types with a 32-weight int8 form) multiplies int8 codes with the
+    activations quantized per token and 32 values; "auto" and "bf16" round the activations to bf16.
 
     Returns:
         [pairs, N] in x's dtype; rows of dropped pairs are zero.
@@ -118,6 +121,7 @@ def moe_batched(
         int(pairs),
         scales=scales,
         block_size=int(routing.block_size),
+        math=math,
     )
 
 

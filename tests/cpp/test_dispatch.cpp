@@ -100,6 +100,34 @@ TEST(MmqPolicy, TilesSplitsAndWorkspace) {
   EXPECT_THROW(select_mmq_config(QuantType::Q8_1, 16, 4096, 256, h200), Error);
 }
 
+TEST(MmqPolicy, Int8ArithmeticTypesTilesAndWorkspace) {
+  const DeviceFacts h200{9, 0, 132};
+  // auto stays bf16 until a measurement moves it
+  EXPECT_FALSE(select_mmq_config(QuantType::IQ4_XS, 32, 4096, 14336, h200).int8);
+  MmqConfig c = select_mmq_config(QuantType::IQ4_XS, 32, 4096, 14336, h200, MmvqMath::kInt8);
+  EXPECT_TRUE(c.int8);
+  EXPECT_EQ(c.tokens_per_tile, 32);
+  // per token and 256 weights: 256 codes and eight float32 scales
+  EXPECT_EQ(c.activation_bytes, size_t{32} * (14336 / 256) * 288);
+  // past 64 tokens the int8 tiles stay at 64 (two int32 fragment sets fit the registers there)
+  c = select_mmq_config(QuantType::IQ2_XXS, 1000, 4096, 4096, h200, MmvqMath::kInt8);
+  EXPECT_EQ(c.tokens_per_tile, 64);
+  EXPECT_EQ(c.workspace_bytes(), size_t{1000} * 16 * 288 + c.partial_bytes);
+  for (QuantType t : {QuantType::IQ1_S, QuantType::IQ2_XXS, QuantType::IQ3_XXS, QuantType::IQ3_S, QuantType::IQ4_NL,
+                      QuantType::IQ4_XS, QuantType::Q5_0, QuantType::Q8_0, QuantType::MXFP4, QuantType::MXFP4_SPLIT})
+    EXPECT_TRUE(mmq_int8_supported(t)) << type_name(t);
+  // 16-weight scales (and MXFP8's float codes) keep the bf16 path; asking for int8 names the rule
+  for (QuantType t : {QuantType::IQ1_M, QuantType::IQ2_XS, QuantType::IQ2_S, QuantType::MXFP8_E4M3}) {
+    EXPECT_FALSE(mmq_int8_supported(t)) << type_name(t);
+    try {
+      select_mmq_config(t, 32, 4096, 4096, h200, MmvqMath::kInt8);
+      ADD_FAILURE() << type_name(t) << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("math: \"int8\""), std::string::npos) << e.what();
+    }
+  }
+}
+
 // An H200's facts as cudaDeviceGetAttribute reports them.
 constexpr DeviceFacts kH200{9, 0, 132, 232448, 233472};
 

@@ -152,6 +152,18 @@ def test_mmvq_arithmetic_is_checked(iq4: torch.Tensor, rng: np.random.Generator)
     assert torch.equal(torch.ops.lowbit.mmvq(x, iq4, int(QuantType.IQ4_XS), math="int8"), ref)
 
 
+def test_mmq_arithmetic_is_checked(iq4: torch.Tensor, rng: np.random.Generator) -> None:
+    x = torch.randn(20, 512)
+    with pytest.raises(ValueError, match=r'math: unknown MMVQ arithmetic "fp8" \(auto, bf16, int8\)'):
+        torch.ops.lowbit.mmq(x, iq4, int(QuantType.IQ4_XS), math="fp8")
+    w, _ = random_weight(QuantType.IQ2_XS, 8, 512, rng)
+    with pytest.raises(ValueError, match=r'math: "int8" MMQ needs a type whose int8 form.*got iq2_xs'):
+        torch.ops.lowbit.mmq(x, w, int(QuantType.IQ2_XS), math="int8")
+    # on the CPU every arithmetic gives the exact reference
+    ref = torch.ops.lowbit.mmq(x, iq4, int(QuantType.IQ4_XS))
+    assert torch.equal(torch.ops.lowbit.mmq(x, iq4, int(QuantType.IQ4_XS), math="int8"), ref)
+
+
 # --- the cases of the 2026-12 review of bad inputs ------------------------------------------------
 
 

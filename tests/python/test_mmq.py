@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 import torch
 from _helpers import BLOCK, fresh_seed, random_weight, rel_err
-from _kernel_arithmetic import assert_rounded_result, bf16_activations, kernel_bf16_weights, record_error
+from _kernel_arithmetic import (
+    assert_rounded_result,
+    bf16_activations,
+    kernel_bf16_weights,
+    q8_activations,
+    record_error,
+)
 from lowbit import QuantType
 
 
@@ -37,6 +43,23 @@ FLOAT64_BOUND = 1e-2
 # against the exact result of the kernel's own roundings: float32 sums (tensor cores truncate)
 EXACT_BOUND = 3e-5
 ACCUMULATE_TOL = 1e-4  # bf16 / fp16 outputs: half an ulp plus this share of the rms for the sums
+# math="int8": the types whose int8 form scales 32 weights at a time (include/lowbit/mmq_policy.h)
+INT8_TYPES = (
+    QuantType.IQ1_S,
+    QuantType.IQ2_XXS,
+    QuantType.IQ3_XXS,
+    QuantType.IQ3_S,
+    QuantType.IQ4_NL,
+    QuantType.IQ4_XS,
+    QuantType.Q5_0,
+    QuantType.Q8_0,
+    QuantType.MXFP4,
+    QuantType.MXFP4_SPLIT,
+)
+# float64 end to end: activations quantized to int8 per 32 values (the int8 MMVQ's bound)
+INT8_FLOAT64_BOUND = 3e-2
+# against the exact product of the int8 codes with their scales: float32 scaling and sums only
+INT8_EXACT_BOUND = 2e-5
 
 
 def _k_for(qtype: QuantType, want: int) -> int:
@@ -72,6 +95,41 @@ def test_mmq_matches_references(qtype: QuantType, m: int, n: int, k_want: int) -
     err = rel_err(yf, exact)
     record_error("bf16_mmq_exact", what, err)
     assert err < EXACT_BOUND, f"{what}: rel err {err:.3g}"
+
+
+@pytest.mark.parametrize("qtype", INT8_TYPES, ids=lambda q: q.type_name)
+@pytest.mark.parametrize("m,n,k_want", [(9, 200, 800), (33, 328, 1280), (64, 136, 2048), (129, 257, 4352)])
+def test_mmq_int8_matches_its_arithmetic(qtype: QuantType, m: int, n: int, k_want: int) -> None:
+    """math="int8": the weights' int8 codes times the activations quantized per token and 32 weights
+    (q8_activations emulates the prologue), each 32-weight product scaled into float32. Tails of M
+    (tiles of 16 / 64 tokens), N and K; M = 129 splits K (the partial sums after the int8 units)."""
+    rng = np.random.default_rng(fresh_seed())
+    k = _k_for(qtype, k_want)
+    dev = torch.device("cuda")
+    w, s = random_weight(qtype, n, k, rng, device=dev)
+    wf = lowbit.dequantize(w, qtype, scales=s).double().cpu()
+    x = torch.randn(m, k, device=dev, dtype=torch.float32)
+    what = f"{qtype.type_name} M={m} N={n} K={k}"
+    y = torch.ops.lowbit.mmq(x, w, int(qtype), scales=s, math="int8")
+    assert y.shape == (m, n) and y.dtype == torch.float32
+    exact = q8_activations(x) @ wf.T
+    err = rel_err(y, exact)
+    record_error("int8_mmq_exact", what, err)
+    assert err < INT8_EXACT_BOUND, f"{what}: rel err {err:.3g}"
+    assert rel_err(y, x.double() @ wf.to(dev).T) < INT8_FLOAT64_BOUND
+    assert torch.equal(y, torch.ops.lowbit.mmq(x, w, int(qtype), scales=s, math="int8")), f"{what}: not deterministic"
+    # bf16 activations: the output in bf16, rounded once from the float32 sums
+    xb = x.to(torch.bfloat16)
+    yb = torch.ops.lowbit.mmq(xb, w, int(qtype), scales=s, math="int8")
+    assert yb.dtype == torch.bfloat16
+    assert_rounded_result(yb, q8_activations(xb) @ wf.T, ACCUMULATE_TOL, what + " bf16")
+
+
+@pytest.mark.parametrize("qtype", [QuantType.IQ1_M, QuantType.IQ2_XS, QuantType.IQ2_S, QuantType.MXFP8_E4M3])
+def test_mmq_int8_names_the_types_it_serves(qtype: QuantType) -> None:
+    w, s = random_weight(qtype, 64, 512, np.random.default_rng(fresh_seed()), device=torch.device("cuda"))
+    with pytest.raises(ValueError, match='math: "int8" MMQ needs a type whose int8 form scales 32 weights'):
+        torch.ops.lowbit.mmq(torch.randn(32, 512, device="cuda"), w, int(qtype), scales=s, math="int8")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -378,13 +378,16 @@ def test_expert_weights_beyond_2_to_the_31_bytes() -> None:
 # the grouped MMQ runs; float32 sums of the mma.sync kernel elsewhere)
 GROUPED_EXACT_BOUND = 3e-5
 MMA_SYNC_EXACT_BOUND = 1e-4
+# math="int8": against the int8 codes and scales multiplied exactly (float32 scaling and sums)
+INT8_EXACT_BOUND = 2e-5
 
 
-def _exact_projection(x, W, ids, top_k) -> torch.Tensor:
-    """float64 [pairs, N]: pair p is W[ids[p]] @ bf16(x[p // top_k]); zero where ids[p] is not local."""
+def _exact_projection(x, W, ids, top_k, x_rounded: torch.Tensor | None = None) -> torch.Tensor:
+    """float64 [pairs, N]: pair p is W[ids[p]] @ bf16(x[p // top_k]) (or x_rounded[p // top_k], the
+    rows as another arithmetic rounds them); zero where ids[p] is not local."""
     flat = ids.flatten().long()
     out = torch.zeros(flat.numel(), W.shape[1], dtype=torch.float64, device=x.device)
-    xb = bf16(x.double())
+    xb = bf16(x.double()) if x_rounded is None else x_rounded
     for e in torch.unique(flat[(flat >= 0) & (flat < W.shape[0])]).tolist():
         p = torch.nonzero(flat == e).flatten()
         out[p] = xb[p // top_k] @ W[e].T
@@ -416,6 +419,46 @@ def test_batched_projection_against_its_roundings(block_size, tokens, kind) -> N
     assert err < (GROUPED_EXACT_BOUND if grouped else MMA_SYNC_EXACT_BOUND), f"{what}: rel err {err:.3g}"
     dropped = ~((ids.flatten() >= 0) & (ids.flatten() < experts))
     assert torch.equal(y[dropped], torch.zeros_like(y[dropped]))
+
+
+@pytest.mark.parametrize("block_size", [16, 32, 64])
+@pytest.mark.parametrize("tokens", [7, 129, 1000])
+@pytest.mark.parametrize("kind", ["balanced", "skewed", "invalid"])
+@pytest.mark.parametrize("qtype", [QuantType.IQ4_NL, QuantType.IQ3_S, QuantType.MXFP4_SPLIT], ids=lambda q: q.type_name)
+def test_batched_int8_projection_against_its_arithmetic(block_size, tokens, kind, qtype) -> None:
+    """math="int8" on the grouped MMQ: the weights' int8 codes times x rounded to bf16 and quantized
+    per 32 values (moe_vec_activations emulates it), float32 scaling and sums; K = 800 / 1280 end
+    inside a 256-weight unit; dropped pairs stay zero."""
+    if not grouped_mmq_runs(block_size):
+        pytest.skip("the int8 path is the grouped MMQ kernel's (a 9.0 GPU and a build for sm_90a)")
+    rng = np.random.default_rng(fresh_seed())
+    experts, top_k, n = 16, 4, 200
+    k = 800 if qtype != QuantType.IQ3_S else 1280
+    w, s = random_weight(qtype, n, k, rng, experts=experts, device=dev())
+    x = torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(dev())
+    _, ids = routing(rng, tokens, experts, top_k, kind)
+    y = moe_batched(x, w, qtype, moe_align(ids, experts, block_size), top_k, tokens * top_k, scales=s, math="int8")
+    assert y.shape == (tokens * top_k, n) and y.dtype == torch.float32
+    wf = torch.stack([lowbit.dequantize(w[e], qtype, scales=None if s is None else s[e]) for e in range(experts)])
+    exact = _exact_projection(x, wf.double().to(dev()), ids, top_k, moe_vec_activations(x, qtype))
+    err = rel_err(y, exact)
+    what = f"moe_batched int8 {qtype.type_name} T={tokens} block={block_size} {kind}"
+    record_error("moe_batched_int8_exact", what, err)
+    assert err < INT8_EXACT_BOUND, f"{what}: rel err {err:.3g}"
+    dropped = ~((ids.flatten() >= 0) & (ids.flatten() < experts))
+    assert torch.equal(y[dropped], torch.zeros_like(y[dropped]))
+
+
+def test_batched_int8_names_its_rules() -> None:
+    rng = np.random.default_rng(fresh_seed())
+    x = torch.randn(8, 512, device=dev())
+    ids = torch.randint(0, 4, (8, 2), device=dev(), dtype=torch.int32)
+    w, _ = random_weight(QuantType.IQ2_XS, 64, 512, rng, experts=4, device=dev())
+    with pytest.raises(ValueError, match='math: "int8" moe_batched needs a type whose int8 form'):
+        moe_batched(x, w, QuantType.IQ2_XS, moe_align(ids, 4, 16), 2, 16, math="int8")
+    w, _ = random_weight(QuantType.IQ4_NL, 64, 512, rng, experts=4, device=dev())
+    with pytest.raises((ValueError, RuntimeError), match="proj.math: int8 runs on the grouped MMQ kernel"):
+        moe_batched(x, w, QuantType.IQ4_NL, moe_align(ids, 4, 128), 2, 16, math="int8")
 
 
 @pytest.mark.parametrize(

@@ -35,8 +35,8 @@ bool mmq_available() {
   return mmq_available_on(device);
 }
 
-MmqConfig mmq_config(QuantType t, int64_t m, int64_t n, int64_t k) {
-  return select_mmq_config(t, m, n, k, device_facts());
+MmqConfig mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, MmvqMath math) {
+  return select_mmq_config(t, m, n, k, device_facts(), math);
 }
 
 namespace {
@@ -96,10 +96,10 @@ void run(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, 
 
 void mmq(QuantType t, const WeightView& w, int64_t n, int64_t k, const void* x, FloatType x_type, int64_t m,
          int64_t x_row_stride, void* y, FloatType y_type, int64_t y_row_stride, cudaStream_t stream, void* workspace,
-         size_t workspace_bytes) {
+         size_t workspace_bytes, MmvqMath math) {
   cuda_detail::check_weight(t, w, n, k, "mmq");
   LOWBIT_CHECK(m >= 1, "x: MMQ needs at least one token, got M = ", m);
-  const MmqConfig config = mmq_config(t, m, n, k);
+  const MmqConfig config = mmq_config(t, m, n, k, math);
   check_call(m, n, k, x, x_type, x_row_stride, y, y_type, y_row_stride, config, workspace, workspace_bytes);
   run(t, w, n, k, x, x_type, m, x_row_stride, y, y_type, y_row_stride, config, workspace, stream);
 }

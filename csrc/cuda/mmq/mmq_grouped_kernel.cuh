@@ -25,9 +25,9 @@
 
 namespace lowbit::cuda_detail {
 
-template <class Traits, int kTokens, bool kGated>
+template <class Traits, int kTokens, bool kGated, bool kInt8>
 struct MmqGroupedTiling {
-  using Tl = MmqTiling<Traits, kTokens>;
+  using Tl = MmqTiling<Traits, kTokens, kInt8>;
   // After the dense kernel's codebook and ring: each tile row's x row and pair (int32, -1: zeros)
   static constexpr int kTableOffset = Tl::kSmemBytes - 1024;  // from the 1024-aligned base
   static constexpr int kTableBytes = 2 * kTokens * 4;
@@ -36,10 +36,10 @@ struct MmqGroupedTiling {
   static constexpr int kOutputsPerBlock = kGated ? Tl::kRows / 2 : Tl::kRows;
 };
 
-template <class Traits, int kTokens, bool kGated>
-__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
-    mmq_grouped_kernel(MoeProjArgs a, const __nv_bfloat16* xp, int64_t k_pad) {
-  using Gt = MmqGroupedTiling<Traits, kTokens, kGated>;
+template <class Traits, int kTokens, bool kGated, bool kInt8>
+__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlocksPerSm)
+    mmq_grouped_kernel(MoeProjArgs a, const uint8_t* xp, int64_t k_pad) {
+  using Gt = MmqGroupedTiling<Traits, kTokens, kGated, kInt8>;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kTokens;
   if (first >= a.num_padded[0] || first >= a.sorted_capacity) return;  // experts with no pair cost nothing
   const int32_t e = a.block_experts[blockIdx.x];
@@ -72,7 +72,8 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
   src.rows = kGated ? TileRows{out0, a.n + out0, a.n, 2 * a.n} : TileRows::dense(out0, a.n);
   const auto act_row = [&](int r) -> int64_t { return x_rows[r]; };
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens, kGated>(src, act_row, xp, k_pad, 0, static_cast<int>(k_pad / kMmqUnitElems), smem, acc);
+  mmq_mainloop<Traits, kTokens, kGated, kInt8>(src, act_row, xp, k_pad, 0, static_cast<int>(k_pad / kMmqUnitElems),
+                                               smem, acc);
 
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) {
@@ -92,10 +93,10 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
   }
 }
 
-template <class Traits, int kTokens, bool kGated>
-void launch_grouped_tiles(const MoeProjArgs& a, const __nv_bfloat16* xp, int64_t k_pad, cudaStream_t stream) {
-  using Gt = MmqGroupedTiling<Traits, kTokens, kGated>;
-  auto* kernel = &mmq_grouped_kernel<Traits, kTokens, kGated>;
+template <class Traits, int kTokens, bool kGated, bool kInt8>
+void launch_grouped_tiles(const MoeProjArgs& a, const uint8_t* xp, int64_t k_pad, cudaStream_t stream) {
+  using Gt = MmqGroupedTiling<Traits, kTokens, kGated, kInt8>;
+  auto* kernel = &mmq_grouped_kernel<Traits, kTokens, kGated, kInt8>;
   configure_shared_memory(reinterpret_cast<const void*>(kernel), Gt::kSmemBytes, "moe_batched");
   const dim3 grid(static_cast<unsigned>((a.sorted_capacity + kTokens - 1) / kTokens),
                   static_cast<unsigned>((a.n + Gt::kOutputsPerBlock - 1) / Gt::kOutputsPerBlock));
@@ -103,30 +104,45 @@ void launch_grouped_tiles(const MoeProjArgs& a, const __nv_bfloat16* xp, int64_t
   check_launch("moe_batched (grouped mmq)");
 }
 
-template <class Traits, int kTokens>
-void launch_grouped(const MoeProjArgs& a, const __nv_bfloat16* xp, int64_t k_pad, cudaStream_t stream) {
+template <class Traits, int kTokens, bool kInt8>
+void launch_grouped(const MoeProjArgs& a, const uint8_t* xp, int64_t k_pad, cudaStream_t stream) {
   if (a.gated)
-    launch_grouped_tiles<Traits, kTokens, true>(a, xp, k_pad, stream);
+    launch_grouped_tiles<Traits, kTokens, true, kInt8>(a, xp, k_pad, stream);
   else
-    launch_grouped_tiles<Traits, kTokens, false>(a, xp, k_pad, stream);
+    launch_grouped_tiles<Traits, kTokens, false, kInt8>(a, xp, k_pad, stream);
 }
 
+// The prologue (bf16 in MMQ's K order, or int8 units where a.batched_int8) of the x rows the
+// pairs read, then the grouped tiles.
 template <QuantType T>
 void launch_moe_grouped_mmq(const MoeProjArgs& a, uint8_t* workspace, cudaStream_t stream) {
   using Traits = FormatTraits<T>;
   if (a.pairs == 0 || a.n == 0 || a.sorted_capacity == 0) return;
   const int64_t k_pad = (a.k + kMmqUnitElems - 1) / kMmqUnitElems * kMmqUnitElems;
-  MmqArgs permute{};
-  permute.x = a.x;
-  permute.x_row_stride = a.x_row_stride;
-  permute.x_type = FloatType::BF16;
-  permute.m = (a.pairs + a.x_pair_divisor - 1) / a.x_pair_divisor;
-  permute.k = a.k;
-  permute.workspace = workspace;
-  launch_mmq_permute(permute, k_pad, stream);
-  const auto* xp = reinterpret_cast<const __nv_bfloat16*>(workspace);
-  if (!visit_token_tile(a.block_size, [&](auto tile) { launch_grouped<Traits, tile()>(a, xp, k_pad, stream); }))
-    detail::fail("moe_batched: the grouped MMQ kernel has no token tile of ", a.block_size, " rows");
+  MmqArgs prologue{};
+  prologue.x = a.x;
+  prologue.x_row_stride = a.x_row_stride;
+  prologue.x_type = FloatType::BF16;
+  prologue.m = (a.pairs + a.x_pair_divisor - 1) / a.x_pair_divisor;
+  prologue.k = a.k;
+  prologue.workspace = workspace;
+  bool launched = false;
+  if (a.batched_int8) {
+    if constexpr (mmq_int8_form<Traits>()) {
+      launch_mmq_quantize<Traits>(prologue, k_pad, stream);
+      launched = a.block_size <= kMmqInt8MaxTile && visit_token_tile(a.block_size, [&](auto tile) {
+                   if constexpr (tile() <= kMmqInt8MaxTile)
+                     launch_grouped<Traits, tile(), true>(a, workspace, k_pad, stream);
+                 });
+    }
+  } else {
+    launch_mmq_permute(prologue, k_pad, stream);
+    launched = visit_token_tile(a.block_size,
+                                [&](auto tile) { launch_grouped<Traits, tile(), false>(a, workspace, k_pad, stream); });
+  }
+  if (!launched)
+    detail::fail("moe_batched: the grouped MMQ kernel has no ", a.batched_int8 ? "int8 " : "", "token tile of ",
+                 a.block_size, " rows for ", Traits::kName);
 }
 
 }  // namespace lowbit::cuda_detail

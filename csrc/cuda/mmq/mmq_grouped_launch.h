@@ -18,16 +18,18 @@ inline bool moe_grouped_mmq_block(int block_size) {
 }
 
 // Bytes of its workspace: the x rows a projection reads, bf16 in MMQ's K order ([rows, K rounded up
-// to 256]), for `pairs` pairs at x_pair_divisor pairs per row.
+// to 256]), for `pairs` pairs at x_pair_divisor pairs per row; the int8 path's rows take less
+// (mmq_activation_bytes).
 inline int64_t moe_grouped_mmq_workspace_bytes(int64_t pairs, int64_t x_pair_divisor, int64_t k) {
   const int64_t rows = (pairs + x_pair_divisor - 1) / x_pair_divisor;
   const int64_t k_pad = (k + kMmqUnitElems - 1) / kMmqUnitElems * kMmqUnitElems;
   return rows * k_pad * 2;
 }
 
-// Launches the permutation prologue (into `workspace`, 256-byte aligned, of
-// moe_grouped_mmq_workspace_bytes) and the grouped tiles on `stream`; a.block_size must satisfy
-// moe_grouped_mmq_block (the caller checked the arguments).
+// Launches the activation prologue (the bf16 permutation, or the int8 quantization where
+// a.batched_int8) into `workspace` (256-byte aligned, of moe_grouped_mmq_workspace_bytes) and the
+// grouped tiles on `stream`; a.block_size must satisfy moe_grouped_mmq_block (the caller checked
+// the arguments).
 template <QuantType T>
 void launch_moe_grouped_mmq(const MoeProjArgs& a, uint8_t* workspace, cudaStream_t stream);
 

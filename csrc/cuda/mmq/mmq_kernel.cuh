@@ -12,6 +12,12 @@
 // that order once per call, so the main loop moves activations with plain 16-byte copies. Decode
 // of one 64-weight slice overlaps the wgmma of the slice before, across units too. With a split K, blocks write
 // float32 partial sums that a second kernel adds in a fixed order (deterministic).
+//
+// The int8 path (MmqConfig::int8, types with a 32-weight int8 form): the prologue quantizes the
+// activations per token and 32 weights as the int8 MMVQ does; each warp decodes its rows to their
+// int8 codes (decode_i8: one or two lookups per eight weights instead of the bf16 render) into the
+// A fragment of a k32 int8 wgmma per 32-weight run, and scales each run's int32 result into the
+// float32 sums with the row's and the token's scales.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -21,6 +27,7 @@
 #include <cstdint>
 
 #include "cuda/common/device_codebooks.cuh"
+#include "cuda/common/int8_activations.cuh"
 #include "cuda/common/launch.h"
 #include "cuda/common/ptx.cuh"
 #include "cuda/common/render_bf16.cuh"
@@ -65,6 +72,40 @@ __device__ __forceinline__ void fence_accumulators(float (&acc)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
+template <int N>
+__device__ __forceinline__ void fence_accumulators(int (&acc)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(acc[i])::"memory");
+}
+
+// The int8 prologue: thread (token, group) quantizes int8 group `group` (eight weights of the
+// format's I8Order) of a token as the int8 MMVQ does (quantize8) and stores its codes where the
+// A fragment's K order puts them (word t and word 4 + t of its 32-weight run, mmq_tiling.h), the
+// run's scale after the unit's codes. Zeros past K.
+template <class Act, I8Order kOrder>
+__global__ void __launch_bounds__(256) mmq_quantize_activations(MmqArgs a, int64_t k_pad) {
+  const int64_t groups = k_pad / 8;  // a multiple of 32: quads never straddle tokens
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const bool active = i < a.m * groups;
+  const int64_t token = active ? i / groups : 0;
+  const int64_t group = active ? i - token * groups : 0;
+  float v[8] = {};
+  if (active && group * 8 < a.k) {
+    MmvqArgs src{};
+    src.x = a.x;
+    src.x_row_stride = a.x_row_stride;
+    load_i8_group<Act, kOrder>(src, static_cast<int>(token), group, v);
+  }
+  uint32_t q[2];
+  const float d = quantize8(v, q);  // every lane: the quad's amax comes by shuffles
+  if (!active) return;
+  uint8_t* const unit = a.workspace + (token * (k_pad / kMmqUnitElems) + group / 32) * kMmqInt8UnitBytes;
+  const int run = static_cast<int>((group >> 2) & 7), t = static_cast<int>(group & 3);
+  uint32_t* const codes = reinterpret_cast<uint32_t*>(unit + 32 * run);
+  codes[t] = q[0];
+  codes[4 + t] = q[1];
+  if (t == 0) reinterpret_cast<float*>(unit + kMmqUnitElems)[run] = d;
+}
 
 // What a block's mainloop reads, apart from the tiling: the weight rows (one expert's, for the
 // grouped mode) and which 16 of them this warp takes (TileRows: 16 consecutive rows, or a gated
@@ -77,15 +118,25 @@ struct MmqTileSource {
 
 // The MMQ mainloop (module comment): accumulates this warp's 16 rows x kTokens tokens over the
 // units [u_begin, u_end) into acc, in the wgmma accumulator layout (wgmma.cuh). `smem` is the
-// 1024-aligned dynamic shared memory of MmqTiling<Traits, kTokens> (codebook, then the ring).
-// Every thread of the block calls it (it synchronizes the block).
-template <class Traits, int kTokens, bool kSplitRows, class ActRow>
-__device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& act_row, const __nv_bfloat16* xp,
+// 1024-aligned dynamic shared memory of MmqTiling<Traits, kTokens, kInt8> (codebook, then the
+// ring); xp the prologue's activations (bf16 [M][k_pad], or int8 units: mmq_tiling.h). Every
+// thread of the block calls it (it synchronizes the block).
+//
+// kInt8: per 32-weight run one k32 int8 wgmma of the run's codes into an int32 fragment, which is
+// then scaled into acc (weight scale of the row times activation scale of the token); the next
+// run is decoded while the tensor cores take this one.
+template <class Traits, int kTokens, bool kSplitRows, bool kInt8, class ActRow>
+__device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& act_row, const uint8_t* xp,
                                              int64_t k_pad, int u_begin, int u_end, uint8_t* smem,
                                              float (&acc)[kTokens / 2]) {
-  using Tl = MmqTiling<Traits, kTokens>;
+  using Tl = MmqTiling<Traits, kTokens, kInt8>;
   using Rows = typename Tl::Rows;
-  const Codebooks cb = shared_codebooks<Traits::kCodebook>(smem);
+  const Codebooks cb = [&] {
+    if constexpr (kInt8)
+      return int8_codebooks<Traits>(smem);
+    else
+      return shared_codebooks<Traits::kCodebook>(smem);
+  }();
   uint8_t* const ring = smem + Tl::kCodebookBytes;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -95,24 +146,33 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   const int64_t row_bytes = k / Traits::kBlockElems * Traits::kBlockBytes;
   const RowStager<Rows, kSplitRows> stager(wa, src.rows, row_bytes, lane);
 
-  // T rows of 512 bytes in 16-byte pieces; piece (r, c) lands in slice c / 8 at row r, its
-  // 16-byte column c % 8 swizzled by r % 8. Warp w copies rows w + 8i (i < T / 8), lane c piece c
-  // of each: the row's swizzle is the warp's, so a lane's destinations differ by 1024 bytes per i
-  // and only the source row is computed per copy (a loop over (r, c) cost about a fifth of the
-  // kernel's instructions at 128 tokens, ncu 2026-12-01).
+  // Token rows r of the tile, 128-byte pieces per slice: piece (r, c) of 16 bytes lands in slice
+  // c / 8 at row r, its 16-byte column c % 8 swizzled by r % 8. Warp w copies rows w + 8i
+  // (i < T / 8): the row's swizzle is the warp's, so a lane's destinations differ by a constant
+  // per i and only the source row is computed per copy (a loop over (r, c) cost about a fifth of
+  // the kernel's instructions at 128 tokens, ncu 2026-12-01).
+  // bf16: a row's unit is 512 bytes, lane c copies piece c. int8: 256 bytes of codes (lanes 0..15)
+  // and 32 bytes of scales (lanes 16, 17, into the stage's [T][8] float block).
   static_assert(Tl::kThreads == 256, "eight warps: row r of the tile swizzles by r % 8 = the copying warp");
-  const int act_dst0 = (lane >> 3) * Tl::kSliceBytes + warp * 128 + (((lane & 7) ^ warp) << 4);
+  constexpr int kPieces = kInt8 ? 18 : 32;
+  const bool copies = lane < kPieces;
+  const bool scale_piece = kInt8 && lane >= 16;
+  const int act_dst0 = scale_piece ? Tl::kActBytes + warp * 32 + (lane - 16) * 16
+                                   : (lane >> 3) * Tl::kSliceBytes + warp * 128 + (((lane & 7) ^ warp) << 4);
+  const int act_dst_step = scale_piece ? 8 * 32 : 1024;  // per i: eight rows down
+  const int64_t x_row_bytes = kInt8 ? (k_pad / kMmqUnitElems) * kMmqInt8UnitBytes : k_pad * 2;
+  const int64_t x_unit_bytes = kInt8 ? kMmqInt8UnitBytes : kMmqUnitElems * 2;
   auto stage = [&](int u, int slot) {
     uint8_t* const st = ring + slot * Tl::kStageBytes;
     uint8_t* const act_dst = st + act_dst0;
-    const __nv_bfloat16* const unit = xp + static_cast<int64_t>(u) * kMmqUnitElems + 8 * lane;
+    const uint8_t* const unit = xp + static_cast<int64_t>(u) * x_unit_bytes + 16 * lane;
 #pragma unroll
     for (int i = 0; i < kTokens / 8; ++i) {
       const int64_t x_row = act_row(warp + 8 * i);
       const bool valid = x_row >= 0;
-      cp_async_16(act_dst + 1024 * i, unit + (valid ? x_row : 0) * k_pad, valid ? 16 : 0);
+      if (copies) cp_async_16(act_dst + act_dst_step * i, unit + (valid ? x_row : 0) * x_row_bytes, valid ? 16 : 0);
     }
-    stager.issue(u, st + Tl::kActBytes + warp * Rows::kStageBytes);
+    stager.issue(u, st + Tl::kActBytes + Tl::kScaleBytes + warp * Rows::kStageBytes);
     cp_async_commit();
   };
 
@@ -121,49 +181,92 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
 
   const int64_t row_lo = src.rows.row(g), row_hi = src.rows.row(g + 8);
   const bool lo_exists = src.rows.exists(g), hi_exists = src.rows.exists(g + 8);
+  auto block_ref = [&](const uint8_t* row, bool exists, int64_t n_row, int64_t k0, int s) {
+    uint8_t split = 0;
+    if constexpr (Traits::kSplitScales)
+      split = exists ? wa.scales[n_row * wa.scale_row_stride + k0 / 32 + s] : uint8_t{0};
+    return BlockRef{row + (Rows::kBlocksPerUnit == 1 ? 0 : s) * Traits::kBlockBytes, split};
+  };
+
   auto compute = [&](int u, int slot) {
     const uint8_t* const st = ring + slot * Tl::kStageBytes;
-    const uint8_t* const wst = st + Tl::kActBytes + warp * Rows::kStageBytes;
+    const uint8_t* const wst = st + Tl::kActBytes + Tl::kScaleBytes + warp * Rows::kStageBytes;
     const uint8_t* lo = staged_row<Rows>(wa, wst, g, row_lo, u);
     const uint8_t* hi = staged_row<Rows>(wa, wst, g + 8, row_hi, u);
     const int64_t k0 = static_cast<int64_t>(u) * kMmqUnitElems;
     const int64_t left = (k - k0) / 32;
     const int subs = left < 8 ? static_cast<int>(left) : 8;  // spans of K in this unit (the last may be short)
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {  // 64-weight slices: decode one while the wgmma of the last runs
-      uint32_t frag[4][4];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int s = 2 * q + h;
-        uint32_t wlo[4] = {0, 0, 0, 0}, whi[4] = {0, 0, 0, 0};
+    if constexpr (kInt8) {
+      // Run s + 1 is decoded while the tensor cores take run s; run s is scaled into acc once its
+      // wgmma is done (wait 0: reading the int32 fragment earlier serializes every wgmma).
+      const float* const x_scales = reinterpret_cast<const float*>(st + Tl::kActBytes);  // [T][8]
+      struct Run {
+        uint32_t frag[4];
+        float w[2];  // scales of rows g, g + 8
+      };
+      auto decode_run = [&](int s) {
+        Run r{{0, 0, 0, 0}, {0.0f, 0.0f}};
         if (s < subs) {
-          const int block = Rows::kBlocksPerUnit == 1 ? 0 : s;
           const int group = Rows::kBlocksPerUnit == 1 ? s * 4 + t : t;
-          uint8_t scale_lo = 0, scale_hi = 0;
-          if constexpr (Traits::kSplitScales) {
-            const int64_t sb = k0 / 32 + s;
-            scale_lo = lo_exists ? wa.scales[row_lo * wa.scale_row_stride + sb] : uint8_t{0};
-            scale_hi = hi_exists ? wa.scales[row_hi * wa.scale_row_stride + sb] : uint8_t{0};
-          }
-          render_bf16(Traits::decode_group(BlockRef{lo + block * Traits::kBlockBytes, scale_lo}, group, cb), wlo);
-          render_bf16(Traits::decode_group(BlockRef{hi + block * Traits::kBlockBytes, scale_hi}, group, cb), whi);
+          const int scale_index = Rows::kBlocksPerUnit == 1 ? s : 0;
+          const BlockRef b_lo = block_ref(lo, lo_exists, row_lo, k0, s), b_hi = block_ref(hi, hi_exists, row_hi, k0, s);
+          const Int8Group q_lo = Traits::decode_i8(b_lo, group, cb);
+          const Int8Group q_hi = Traits::decode_i8(b_hi, group, cb);
+          r.frag[0] = q_lo.q[0], r.frag[1] = q_hi.q[0], r.frag[2] = q_lo.q[1], r.frag[3] = q_hi.q[1];
+          r.w[0] = Traits::scale_i8(b_lo, scale_index);
+          r.w[1] = Traits::scale_i8(b_hi, scale_index);
         }
+        return r;
+      };
+      int c[kTokens / 2];
+      Run run = decode_run(0);
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          frag[2 * h + j][0] = wlo[2 * j];
-          frag[2 * h + j][1] = whi[2 * j];
-          frag[2 * h + j][2] = wlo[2 * j + 1];
-          frag[2 * h + j][3] = whi[2 * j + 1];
-        }
+      for (int s = 0; s < 8; ++s) {  // 32-weight runs: one k32 wgmma each
+        const uint64_t desc = sw128_kmajor_desc(st + (s >> 2) * Tl::kSliceBytes) + 2 * (s & 3);  // +32 bytes
+        wgmma_fence();
+        wgmma_m64k32_s8_rs<kTokens>(c, run.frag, desc, 0);
+        wgmma_commit();
+        const Run now = run;
+        if (s < 7) run = decode_run(s + 1);
+        float x[kTokens / 4];  // token scales of this lane's columns 8 (j / 2) + 2t + j % 2
+#pragma unroll
+        for (int j = 0; j < kTokens / 4; ++j) x[j] = x_scales[(8 * (j >> 1) + 2 * t + (j & 1)) * 8 + s];
+        wgmma_wait<0>();
+        fence_accumulators(c);
+#pragma unroll
+        for (int i = 0; i < kTokens / 2; ++i)
+          acc[i] = fmaf(static_cast<float>(c[i]), now.w[(i >> 1) & 1] * x[2 * (i >> 2) + (i & 1)], acc[i]);
       }
-      const uint64_t desc = sw128_kmajor_desc(st + q * Tl::kSliceBytes);
-      wgmma_fence();
-      fence_accumulators(acc);
+    } else {
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) wgmma_m64k16_bf16_rs<kTokens>(acc, frag[kk], desc + 2 * kk, 1);  // +32 bytes
-      wgmma_commit();
-      fence_accumulators(acc);
-      wgmma_wait<1>();
+      for (int q = 0; q < 4; ++q) {  // 64-weight slices: decode one while the wgmma of the last runs
+        uint32_t frag[4][4];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int s = 2 * q + h;
+          uint32_t wlo[4] = {0, 0, 0, 0}, whi[4] = {0, 0, 0, 0};
+          if (s < subs) {
+            const int group = Rows::kBlocksPerUnit == 1 ? s * 4 + t : t;
+            render_bf16(Traits::decode_group(block_ref(lo, lo_exists, row_lo, k0, s), group, cb), wlo);
+            render_bf16(Traits::decode_group(block_ref(hi, hi_exists, row_hi, k0, s), group, cb), whi);
+          }
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            frag[2 * h + j][0] = wlo[2 * j];
+            frag[2 * h + j][1] = whi[2 * j];
+            frag[2 * h + j][2] = wlo[2 * j + 1];
+            frag[2 * h + j][3] = whi[2 * j + 1];
+          }
+        }
+        const uint64_t desc = sw128_kmajor_desc(st + q * Tl::kSliceBytes);
+        wgmma_fence();
+        fence_accumulators(acc);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) wgmma_m64k16_bf16_rs<kTokens>(acc, frag[kk], desc + 2 * kk, 1);  // +32 bytes
+        wgmma_commit();
+        fence_accumulators(acc);
+        wgmma_wait<1>();
+      }
     }
   };
 
@@ -197,6 +300,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     // Two stages (the 128-token tile): the next unit loads while this one computes, and the
     // wgmma drain before the second barrier frees the slot. Measured faster at 128+ tokens than
     // 64-token tiles with four stages in flight (benchmarks/NOTES.md, 2026-12-01).
+    static_assert(!kInt8, "the int8 path keeps units in flight");
     stage(u_begin, 0);
     for (int u = u_begin; u < u_end; ++u) {
       const int i = u - u_begin;
@@ -225,10 +329,10 @@ __device__ __forceinline__ uint8_t* aligned_mmq_smem(uint8_t* raw) {
 }
 
 // The dense scheduler: block (x, y, z) = (row tile, token tile, split of K).
-template <class Traits, int kTokens>
-__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
+template <class Traits, int kTokens, bool kInt8>
+__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlocksPerSm)
     mmq_wgmma_kernel(MmqArgs a, int64_t k_pad, int splits) {
-  using Tl = MmqTiling<Traits, kTokens>;
+  using Tl = MmqTiling<Traits, kTokens, kInt8>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* const smem = aligned_mmq_smem(smem_raw);
 
@@ -247,10 +351,10 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
   src.rows = TileRows::dense(row0, a.n);
   const auto act_row = [&](int r) -> int64_t { return m0 + r < a.m ? m0 + r : -1; };
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens, false>(src, act_row, reinterpret_cast<const __nv_bfloat16*>(a.workspace), k_pad,
-                                       u_begin, u_end, smem, acc);
+  mmq_mainloop<Traits, kTokens, false, kInt8>(src, act_row, a.workspace, k_pad, u_begin, u_end, smem, acc);
 
-  float* const partial = splits > 1 ? reinterpret_cast<float*>(a.workspace + a.m * k_pad * 2) : nullptr;
+  float* const partial =
+      splits > 1 ? reinterpret_cast<float*>(a.workspace + mmq_activation_bytes(a.m, k_pad, kInt8)) : nullptr;
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) {
     const int64_t n = row0 + g + 8 * ((i >> 1) & 1);
@@ -263,10 +367,10 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens>::kBlocksPerSm)
   }
 }
 
-// y[m, n] = the splits' partial sums added in split order.
+// y[m, n] = the splits' partial sums (after the activations' act_bytes) added in split order.
 template <class Out>
-__global__ void __launch_bounds__(256) mmq_reduce_splits(MmqArgs a, int64_t k_pad, int splits) {
-  const float* partial = reinterpret_cast<const float*>(a.workspace + a.m * k_pad * 2);
+__global__ void __launch_bounds__(256) mmq_reduce_splits(MmqArgs a, int64_t act_bytes, int splits) {
+  const float* partial = reinterpret_cast<const float*>(a.workspace + act_bytes);
   const int64_t total = a.m * a.n;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -295,10 +399,30 @@ inline void launch_mmq_permute(const MmqArgs& a, int64_t k_pad, cudaStream_t str
   check_launch("mmq (activations)");
 }
 
-template <class Traits, int kTokens>
+// The int8 prologue over a.m rows of a.x into a.workspace (int8 units, mmq_tiling.h).
+template <class Traits>
+void launch_mmq_quantize(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
+  constexpr I8Order kOrder = Traits::kI8Order;
+  const int64_t threads = a.m * (k_pad / 8);
+  const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
+  switch (a.x_type) {
+    case FloatType::F32:
+      mmq_quantize_activations<float, kOrder><<<blocks, 256, 0, stream>>>(a, k_pad);
+      break;
+    case FloatType::BF16:
+      mmq_quantize_activations<__nv_bfloat16, kOrder><<<blocks, 256, 0, stream>>>(a, k_pad);
+      break;
+    case FloatType::F16:
+      mmq_quantize_activations<__half, kOrder><<<blocks, 256, 0, stream>>>(a, k_pad);
+      break;
+  }
+  check_launch("mmq (int8 activations)");
+}
+
+template <class Traits, int kTokens, bool kInt8>
 void launch_mmq_tiles(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
-  using Tl = MmqTiling<Traits, kTokens>;
-  auto* kernel = &mmq_wgmma_kernel<Traits, kTokens>;
+  using Tl = MmqTiling<Traits, kTokens, kInt8>;
+  auto* kernel = &mmq_wgmma_kernel<Traits, kTokens, kInt8>;
   configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::kSmemBytes, "mmq");
   const dim3 grid(static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows),
                   static_cast<unsigned>((a.m + kTokens - 1) / kTokens), static_cast<unsigned>(c.splits));
@@ -311,18 +435,35 @@ void launch_mmq(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
   using Traits = FormatTraits<T>;
   LOWBIT_CHECK(c.rows_per_tile == 128, "mmq: the kernel's block owns 128 rows, the configuration says ",
                c.rows_per_tile);
-  launch_mmq_permute(a, c.k_pad, stream);
-  if (!visit_token_tile(c.tokens_per_tile, [&](auto tile) { launch_mmq_tiles<Traits, tile()>(a, c, stream); }))
-    detail::fail("mmq: no kernel for ", c.tokens_per_tile, " tokens per tile");
+  bool launched = false;
+  if (c.int8) {
+    if constexpr (mmq_int8_form<Traits>()) {
+      launch_mmq_quantize<Traits>(a, c.k_pad, stream);
+      launched = visit_token_tile(c.tokens_per_tile,
+                                  [&](auto tile) {
+                                    if constexpr (tile() <= kMmqInt8MaxTile)
+                                      launch_mmq_tiles<Traits, tile(), true>(a, c, stream);
+                                  }) &&
+                 c.tokens_per_tile <= kMmqInt8MaxTile;
+    }
+    if (!launched)
+      detail::fail("mmq: no int8 kernel for ", Traits::kName, " at ", c.tokens_per_tile, " tokens per tile");
+  } else {
+    launch_mmq_permute(a, c.k_pad, stream);
+    launched =
+        visit_token_tile(c.tokens_per_tile, [&](auto tile) { launch_mmq_tiles<Traits, tile(), false>(a, c, stream); });
+    if (!launched) detail::fail("mmq: no kernel for ", c.tokens_per_tile, " tokens per tile");
+  }
   if (c.splits > 1) {
     const int64_t total = a.m * a.n;
+    const int64_t act_bytes = mmq_activation_bytes(a.m, c.k_pad, c.int8);
     const unsigned rblocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 65535 * 16));
     if (a.y_type == FloatType::F32)
-      mmq_reduce_splits<float><<<rblocks, 256, 0, stream>>>(a, c.k_pad, c.splits);
+      mmq_reduce_splits<float><<<rblocks, 256, 0, stream>>>(a, act_bytes, c.splits);
     else if (a.y_type == FloatType::BF16)
-      mmq_reduce_splits<__nv_bfloat16><<<rblocks, 256, 0, stream>>>(a, c.k_pad, c.splits);
+      mmq_reduce_splits<__nv_bfloat16><<<rblocks, 256, 0, stream>>>(a, act_bytes, c.splits);
     else
-      mmq_reduce_splits<__half><<<rblocks, 256, 0, stream>>>(a, c.k_pad, c.splits);
+      mmq_reduce_splits<__half><<<rblocks, 256, 0, stream>>>(a, act_bytes, c.splits);
     check_launch("mmq (split sums)");
   }
 }

@@ -3,6 +3,7 @@
 // blocks a multiprocessor really holds.
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 
 #include "cuda/common/codebook_sizes.h"
@@ -13,7 +14,9 @@ namespace lowbit::cuda_detail {
 
 inline constexpr int kMmqUnitElems = 256;
 
-template <class Traits, int kTokens>
+// kInt8: the activations as int8 codes per token and 32 weights with their float32 scales (the int8
+// wgmma path, mmq_kernel.cuh), else bf16.
+template <class Traits, int kTokens, bool kInt8 = false>
 struct MmqTiling {
   using Rows = MmvqTiling<Traits>;  // a warp's 16 rows: the bf16 MMVQ's staging of one unit
   static_assert(Rows::kUnitElems == kMmqUnitElems, "one K unit for both kernels");
@@ -21,10 +24,13 @@ struct MmqTiling {
   static constexpr int kWarps = 8;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRows = 16 * kWarps;
-  static constexpr int kSliceBytes = kTokens * 128;  // T tokens x 64 weights of K, bf16
-  static constexpr int kActBytes = 4 * kSliceBytes;  // T tokens x one unit
+  // A slice is T tokens x 128 bytes of K (64 bf16 or 128 int8 weights): one swizzle atom row each.
+  static constexpr int kSliceBytes = kTokens * 128;
+  static constexpr int kSlices = kInt8 ? 2 : 4;                 // per 256-weight unit
+  static constexpr int kActBytes = kSlices * kSliceBytes;       // T tokens x one unit
+  static constexpr int kScaleBytes = kInt8 ? kTokens * 32 : 0;  // int8: [T][8] float32 scales
   static constexpr int kWeightBytes = kWarps * Rows::kStageBytes;
-  static constexpr int kStageBytes = (kActBytes + kWeightBytes + 1023) / 1024 * 1024;
+  static constexpr int kStageBytes = (kActBytes + kScaleBytes + kWeightBytes + 1023) / 1024 * 1024;
   static constexpr int kCodebookBytes = (codebook_bytes(Traits::kCodebook) + 1023) / 1024 * 1024;
   // Two blocks per multiprocessor where three stages of a 16-token tile fit half of shared memory
   // (more warps to hide each one's decode -> wgmma chain), else one block with up to four stages.
@@ -35,8 +41,34 @@ struct MmqTiling {
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
   static constexpr int kStages = kFit > 4 ? 4 : kFit;
   static_assert(kStages >= 2, "two stages fit shared memory");
+  static_assert(!kInt8 || kStages >= 3, "the int8 path keeps units in flight");
   static constexpr int kSmemBytes = 1024 + kCodebookBytes + kStages * kStageBytes;
 };
+
+// The int8 path's activations: per token and 256-weight unit, 256 int8 codes (each 32-weight run
+// in the A fragment's K order: word t holds int8 group t's first four codes, word 4 + t its last
+// four) and then the unit's eight float32 scales; tokens one after another ([M][k_pad / 256][288]).
+inline constexpr int kMmqInt8UnitBytes = kMmqUnitElems + 32;
+
+// Bytes of M tokens' activations in the kernel's form: int8 as above, or bf16 [M][k_pad]; the
+// split-K partial sums follow them in the workspace.
+constexpr int64_t mmq_activation_bytes(int64_t m, int64_t k_pad, bool int8) {
+  return int8 ? m * (k_pad / kMmqUnitElems) * kMmqInt8UnitBytes : m * k_pad * 2;
+}
+
+// Whether the int8 path serves type Traits: an int8 form with one scale per 32 weights (the k32
+// wgmma then covers exactly one scale group). Formats with 16-weight scales keep the bf16 path.
+template <class Traits>
+constexpr bool mmq_int8_form() {
+  if constexpr (HasInt8<Traits>::value)
+    return Traits::kI8ScaleElems == 32;
+  else
+    return false;
+}
+
+// The token tiles of the int8 path (16 .. 64: its two int32 fragment sets and the float32 sums
+// fit the registers there).
+inline constexpr int kMmqInt8MaxTile = 64;
 
 // The token tiles the kernels have instances of: f(std::integral_constant<int, T>{}) for the tile
 // T == tokens; false (f not called) where there is none. The dense and grouped launchers and the
@@ -63,12 +95,26 @@ bool visit_token_tile(int tokens, F&& f) {
 
 // Blocks of the kernel for `tokens`-token tiles of type t that one multiprocessor holds (0 for a
 // tile the kernel has no instance of).
-inline int mmq_blocks_per_sm(QuantType t, int tokens) {
+inline int mmq_blocks_per_sm(QuantType t, int tokens, bool int8 = false) {
   int blocks = 0;
   visit_weight_type(t, [&](auto traits) {
-    visit_token_tile(tokens, [&](auto tile) { blocks = MmqTiling<decltype(traits), tile()>::kBlocksPerSm; });
+    using Traits = decltype(traits);
+    visit_token_tile(tokens, [&](auto tile) {
+      if constexpr (mmq_int8_form<Traits>() && tile() <= kMmqInt8MaxTile) {
+        blocks = int8 ? MmqTiling<Traits, tile(), true>::kBlocksPerSm : MmqTiling<Traits, tile()>::kBlocksPerSm;
+      } else {
+        blocks = int8 ? 0 : MmqTiling<Traits, tile()>::kBlocksPerSm;
+      }
+    });
   });
   return blocks;
+}
+
+// Whether the int8 path has a kernel for type t at `tokens`-token tiles.
+inline bool mmq_int8_supported(QuantType t, int tokens) {
+  bool ok = false;
+  visit_weight_type(t, [&](auto traits) { ok = mmq_int8_form<decltype(traits)>() && tokens <= kMmqInt8MaxTile; });
+  return ok && visit_token_tile(tokens, [](auto) {});
 }
 
 }  // namespace lowbit::cuda_detail

@@ -1,6 +1,6 @@
-// Hopper warpgroup MMA (wgmma) wrappers: the A operand from registers (a warp's m16k16 bf16
-// fragment, as mma.sync's), B from shared memory through a matrix descriptor, float32
-// accumulators. sm_90a only: include from sources compiled for that architecture alone.
+// Hopper warpgroup MMA (wgmma) wrappers: the A operand from registers (a warp's m16k16 bf16 or
+// m16k32 int8 fragment, as mma.sync's), B from shared memory through a matrix descriptor, float32
+// or int32 accumulators. sm_90a only: include from sources compiled for that architecture alone.
 #pragma once
 
 #include <cstdint>
@@ -112,6 +112,58 @@ __device__ __forceinline__ void wgmma_m64k16_bf16_rs<128>(float (&d)[64], const 
         "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
         "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
         "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+}
+
+// d (64 x N, int32) (+)= A (64 x 32 int8, this warp's rows 16 w .. 16 w + 15 as mma.sync's m16n8k32
+// A fragment: a[0] row g, K 4t .. 4t + 3; a[1] row g + 8, the same K; a[2], a[3] K 16 + 4t ..) *
+// B (32 x N int8, K-major in shared memory, b_desc: the bf16 tiles' 128-byte swizzle, 32 bytes per
+// k32 step). d holds N / 2 int32 per thread in the float accumulators' layout above.
+template <int N>
+__device__ __forceinline__ void wgmma_m64k32_s8_rs(int (&d)[N / 2], const uint32_t (&a)[4], uint64_t b_desc,
+                                                   int accumulate);
+
+template <>
+__device__ __forceinline__ void wgmma_m64k32_s8_rs<16>(int (&d)[8], const uint32_t (&a)[4], uint64_t b_desc,
+                                                       int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %13, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7"
+      "}, {%8, %9, %10, %11}, %12, p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_m64k32_s8_rs<32>(int (&d)[16], const uint32_t (&a)[4], uint64_t b_desc,
+                                                       int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, {%16, %17, %18, %19}, %20, p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]),
+        "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_m64k32_s8_rs<64>(int (&d)[32], const uint32_t (&a)[4], uint64_t b_desc,
+                                                       int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p;\n}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]),
+        "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]),
+        "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]),
+        "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
 }
 

@@ -39,7 +39,8 @@ struct MoeProjArgs {
   // vector kernel of a type with an int8 form: the activations quantized to int8
   // (moe_vec_activation_bytes for ceil(pairs / x_pair_divisor) rows)
   uint8_t* int8_activations;
-  void* out;  // out_type, or bf16 bits when gated
+  bool batched_int8;  // grouped MMQ kernel: the int8 path (MoeProjection::math)
+  void* out;          // out_type, or bf16 bits when gated
   int64_t out_row_stride;
   FloatType out_type;  // plain outputs: F32, BF16 or F16
   bool gated;

@@ -87,14 +87,16 @@ at::Tensor mmvq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, co
   return run_plan(plan, aligned_weight(p.w, w, keep), x);
 }
 
-at::Tensor mmq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales) {
-  const LinearPlan p = plan_mmq(x, w, qtype, scales);
+at::Tensor mmq_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const std::optional<at::Tensor>& scales,
+                    c10::string_view math) {
+  const LinearPlan p = plan_mmq(x, w, qtype, scales, math);
   const c10::cuda::CUDAGuard guard(w.device());
   // MMQ's kernels are Hopper's (sm_90a); elsewhere the op computes the same product through the
   // plan's dequantize + bf16 GEMM, so that callers need no device test of their own
   const DeviceFacts facts = device_facts(w.device());
   PlanOptions options;
   options.kernel = facts.mmq ? DenseKernel::kMmq : DenseKernel::kDequantMatmul;
+  options.math = p.math;  // MMQ's arithmetic; dequantize + bf16 GEMM has one
   const Plan plan = translate_errors([&] { return plan_linear(p.w.type, p.m, p.w.rows, p.w.k, facts, options); });
   at::Tensor keep;
   return run_plan(plan, aligned_weight(p.w, w, keep), x.reshape({p.m, p.w.k})).reshape(p.out_shape);

@@ -92,9 +92,9 @@ at::Tensor moe_vec_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype,
 
 at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
                             const at::Tensor& block_experts, const at::Tensor& num_padded, int64_t top_k, int64_t pairs,
-                            const std::optional<at::Tensor>& scales, int64_t block_size) {
+                            const std::optional<at::Tensor>& scales, int64_t block_size, c10::string_view math) {
   const MoeProjPlan p =
-      plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales, block_size);
+      plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales, block_size, math);
   const c10::cuda::CUDAGuard guard(w.device());
   at::Tensor keep;
   const WeightArg wa = aligned_weight(p.w, w, keep);
@@ -111,7 +111,8 @@ at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qt
                      const_cast<int32_t*>(used.data_ptr<int32_t>()),
                      nullptr,
                      static_cast<int>(p.block_size)};
-  const cuda::MoeProjection proj = projection(wa, xb, top_k, pairs, y);
+  cuda::MoeProjection proj = projection(wa, xb, top_k, pairs, y);
+  proj.math = p.math;
   // sized from shapes alone (graph capture); the caching allocator's blocks are 512-byte aligned
   const auto ws_bytes =
       static_cast<int64_t>(translate_errors([&] { return cuda::moe_batched_workspace_bytes(proj, r.block_size); }));
