@@ -218,7 +218,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
         }
         return r;
       };
-      int c[kTokens / 2];
+      int c[kTokens / 2] = {};  // overwritten by each run's wgmma (scale-d 0)
       Run run = decode_run(0);
 #pragma unroll
       for (int s = 0; s < 8; ++s) {  // 32-weight runs: one k32 wgmma each
