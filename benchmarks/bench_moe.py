@@ -212,7 +212,7 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                 med, plain = time_us(call, len(ws), graph)
                 t = med if graph else plain
                 notes = ("auto=" + auto if kernel == "auto" else "") + ("" if graph else " plain launches, host sync")
-                if kernel in ("moe_batched", "moe_batched_int8", "auto") and "moe_batched" in (kernel, auto):
+                if kernel.startswith("moe_batched") or (kernel == "auto" and auto == "moe_batched"):
                     notes += f" block={block}"
                 row = dict(
                     base,
