@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "cuda/mmq/mmq_tiling.h"
+#include "cuda/tuning/tuning.h"
 #include "lowbit/error.h"
 #include "lowbit/weights.h"
 
@@ -12,6 +13,10 @@ namespace lowbit {
 bool mmq_int8_supported(QuantType t) {
   weight_type_info(static_cast<int64_t>(t), "qtype");
   return cuda_detail::mmq_int8_supported(t, 16);
+}
+
+bool mmq_int8_by_default(QuantType t, int tokens_per_tile) {
+  return mmq_int8_supported(t) && tuning::mmq_int8_by_default(t, tokens_per_tile);
 }
 
 MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device, MmvqMath math) {
@@ -27,7 +32,7 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
   LOWBIT_CHECK(math != MmvqMath::kInt8 || mmq_int8_supported(t), "math: \"int8\" MMQ needs a type whose int8 form ",
                "scales 32 weights at a time (every I-quant but iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, ",
                "mxfp4_split); got ", type_name(t));
-  c.int8 = math == MmvqMath::kInt8;
+  c.int8 = math == MmvqMath::kInt8 || (math == MmvqMath::kAuto && mmq_int8_by_default(t, c.tokens_per_tile));
   if (c.int8) c.tokens_per_tile = std::min(c.tokens_per_tile, cuda_detail::kMmqInt8MaxTile);
   c.k_pad = (k + 255) / 256 * 256;
   const int64_t units = c.k_pad / 256;

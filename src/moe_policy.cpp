@@ -5,9 +5,11 @@
 #include <sstream>
 
 #include "cuda/common/int8_activation_layout.h"
+#include "cuda/mmq/mmq_tiling.h"
 #include "cuda/tuning/tuning.h"
 #include "lowbit/error.h"
 #include "lowbit/formats/all.h"
+#include "lowbit/mmq_policy.h"
 
 namespace lowbit {
 namespace {
@@ -47,6 +49,12 @@ int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device) {
   for (int tile : {16, 32, 64})
     if (want <= tile) return tile;
   return 128;
+}
+
+bool moe_batched_int8(QuantType t, int block_size, const DeviceFacts& device) {
+  weight_type_info(static_cast<int64_t>(t), "qtype");
+  const bool grouped = device.mmq && cuda_detail::visit_token_tile(block_size, [](auto) {});
+  return grouped && mmq_int8_by_default(t, block_size);
 }
 
 bool moe_vec_int8(QuantType t) {

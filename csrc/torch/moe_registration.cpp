@@ -31,6 +31,17 @@ TORCH_LIBRARY_FRAGMENT(lowbit, m) {
           return torch_ops::translate_errors(
               [&] { return static_cast<int64_t>(moe_block_size(pairs, experts, torch_ops::device_facts(device))); });
         });
+  // Whether moe_batched (math "auto") and the fused layer's batched path run type qtype's routing
+  // blocks of block_size on the grouped MMQ's int8 path on `device` (lowbit::mmq_int8_by_default
+  // where the grouped MMQ runs).
+  m.def("moe_batched_int8(int qtype, int block_size, Device device) -> bool",
+        [](int64_t qtype, int64_t block_size, c10::Device device) -> bool {
+          using namespace lowbit;
+          return torch_ops::translate_errors([&] {
+            return moe_batched_int8(weight_type_info(qtype, "qtype").type, static_cast<int>(block_size),
+                                    torch_ops::device_facts(device));
+          });
+        });
   // fused_moe with the kernel named by `route`: "auto", "moe_vec" or "moe_batched" (benchmarks,
   // tests; not `kernel`, which Inductor's fallback lowering takes for itself).
   m.def(

@@ -132,6 +132,7 @@ py::dict plan_linear(int64_t qtype, int64_t m, int64_t n, int64_t k, const py::o
       c["rows_per_tile"] = p.mmq.rows_per_tile;
       c["splits"] = p.mmq.splits;
       c["k_pad"] = p.mmq.k_pad;
+      c["math"] = p.mmq.int8 ? "int8" : "bf16";
       d["mmq"] = c;
     }
     return d;

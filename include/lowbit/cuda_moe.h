@@ -70,7 +70,8 @@ struct MoeProjection {
   FloatType y_type = FloatType::F32;  // F32, BF16 or F16 (rounded once)
   // moe_batched on the grouped MMQ kernel: kInt8 multiplies the weights' int8 codes with the
   // activations quantized per token and 32 weights (types mmq_int8_supported names, routing blocks
-  // of 16 .. 64); kAuto and kBf16 the bf16 path. The vector kernel keeps its own rule (moe_vec_int8).
+  // of 16 .. 64), kBf16 rounds them to bf16, kAuto takes int8 where mmq_int8_by_default says so.
+  // The vector kernel keeps its own rule (moe_vec_int8).
   MmvqMath math = MmvqMath::kAuto;
 };
 

@@ -26,17 +26,22 @@ struct MmqConfig {
 inline constexpr size_t kMmqMaxPartialBytes = size_t{8} << 20;
 
 // The configuration for y[M, N] = x[M, K] W^T of type t on `device` (multiprocessors fill the
-// grid). math: kBf16 (and, until a measurement says otherwise, kAuto) decodes the weights to bf16
-// and rounds the activations to bf16; kInt8 multiplies the weights' int8 codes with activations
-// quantized per token and 32 weights (the int8 MMVQ's precision) on int8 tensor cores, for the
-// types mmq_int8_supported names, in tiles of up to 64 tokens. Throws lowbit::Error naming the
-// argument for a type lowbit cannot decode, K not a whole number of blocks, M < 1, N < 0, or
-// kInt8 for a type without a 32-weight int8 form.
+// grid). math: kBf16 decodes the weights to bf16 and rounds the activations to bf16; kInt8
+// multiplies the weights' int8 codes with activations quantized per token and 32 weights (the int8
+// MMVQ's precision) on int8 tensor cores, for the types mmq_int8_supported names, in tiles of up to
+// 64 tokens; kAuto takes int8 where mmq_int8_by_default says it was measured faster, else bf16. Throws lowbit::Error
+// naming the argument for a type lowbit cannot decode, K not a whole number of blocks, M < 1, N < 0, or kInt8 for a
+// type without a 32-weight int8 form.
 MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts& device,
                             MmvqMath math = MmvqMath::kAuto);
 
 // Whether kInt8 serves type t: an int8 form with one scale per 32 weights (every I-quant but IQ1_M,
 // IQ2_XS and IQ2_S; Q5_0, Q8_0, both MXFP4 forms).
 bool mmq_int8_supported(QuantType t);
+
+// Whether math kAuto runs type t's `tokens_per_tile`-token tiles on the int8 path (the measured
+// tuning rows of sm_90: the nibble formats IQ4_XS, IQ4_NL and IQ1_S up to 32-token tiles). The
+// grouped MoE kernel (moe_batched, the fused layer's batched path) follows the same rule.
+bool mmq_int8_by_default(QuantType t, int tokens_per_tile);
 
 }  // namespace lowbit

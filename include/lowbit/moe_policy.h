@@ -88,6 +88,10 @@ int64_t moe_vector_max_tokens(const MoeShape& shape, const DeviceFacts& device);
 // expert's pairs (so that most experts take one block: the weight decode, not the padded math,
 // bounds the kernel); else kMoeBlockSize. Provisional until measured (bench_moe.py moe_proj).
 int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device);
+// Whether the batched kernel (moe_batched with math kAuto, the fused layer's batched path) runs
+// type t's routing blocks of block_size on the grouped MMQ's int8 path on `device`: where the
+// grouped MMQ kernel runs that tile and mmq_int8_by_default (lowbit/mmq_policy.h) says so.
+bool moe_batched_int8(QuantType t, int block_size, const DeviceFacts& device);
 // Whether the vector kernel multiplies in int8 for weight type t: every type with an int8 form (all
 // but MXFP8) runs an int8 MMVQ over the routed pairs, with the activations quantized per row and
 // 32 values to int8 (scale amax / 127, round to nearest even: MmvqMath::kInt8's precision): the

@@ -3,10 +3,12 @@
 
 #include <string>
 
+#include "cuda/mmq/mmq_tiling.h"
 #include "cuda/tuning/tuning.h"
 #include "lowbit/dispatch.h"
 #include "lowbit/error.h"
 #include "lowbit/mmq_policy.h"
+#include "lowbit/moe_policy.h"
 #include "lowbit/plan.h"
 
 namespace lowbit {
@@ -75,7 +77,7 @@ TEST(Dispatch, MmqServesItsMeasuredRangeWhereItRuns) {
 TEST(MmqPolicy, TilesSplitsAndWorkspace) {
   const DeviceFacts h200{9, 0, 132};
   // 32 row tiles of one 16-token tile: two blocks per multiprocessor leave room for 8 splits
-  MmqConfig c = select_mmq_config(QuantType::IQ4_XS, 16, 4096, 14336, h200);
+  MmqConfig c = select_mmq_config(QuantType::IQ4_XS, 16, 4096, 14336, h200, MmvqMath::kBf16);
   EXPECT_EQ(c.tokens_per_tile, 16);
   EXPECT_EQ(c.rows_per_tile, 128);
   EXPECT_EQ(c.splits, 8);
@@ -102,8 +104,21 @@ TEST(MmqPolicy, TilesSplitsAndWorkspace) {
 
 TEST(MmqPolicy, Int8ArithmeticTypesTilesAndWorkspace) {
   const DeviceFacts h200{9, 0, 132};
-  // auto stays bf16 until a measurement moves it
-  EXPECT_FALSE(select_mmq_config(QuantType::IQ4_XS, 32, 4096, 14336, h200).int8);
+  // auto: int8 where measured faster (the nibble formats up to 32-token tiles), else bf16
+  EXPECT_TRUE(select_mmq_config(QuantType::IQ4_XS, 32, 4096, 14336, h200).int8);
+  EXPECT_TRUE(select_mmq_config(QuantType::IQ1_S, 9, 4096, 14336, h200).int8);
+  EXPECT_FALSE(select_mmq_config(QuantType::IQ4_XS, 33, 4096, 14336, h200).int8);
+  EXPECT_FALSE(select_mmq_config(QuantType::IQ2_XXS, 16, 4096, 14336, h200).int8);
+  EXPECT_FALSE(select_mmq_config(QuantType::IQ4_XS, 16, 4096, 14336, h200, MmvqMath::kBf16).int8);
+  EXPECT_TRUE(mmq_int8_by_default(QuantType::IQ4_NL, 32));
+  EXPECT_FALSE(mmq_int8_by_default(QuantType::IQ4_NL, 64));
+  // the batched MoE kernel follows the rule where the grouped MMQ runs that tile
+  DeviceFacts hopper = h200;
+  hopper.mmq = true;
+  EXPECT_TRUE(moe_batched_int8(QuantType::IQ4_XS, 16, hopper));
+  EXPECT_FALSE(moe_batched_int8(QuantType::IQ4_XS, 48, hopper));  // the mma.sync kernel's block
+  EXPECT_FALSE(moe_batched_int8(QuantType::IQ4_XS, 64, hopper));
+  EXPECT_FALSE(moe_batched_int8(QuantType::IQ4_XS, 16, h200));  // no sm_90a kernels
   MmqConfig c = select_mmq_config(QuantType::IQ4_XS, 32, 4096, 14336, h200, MmvqMath::kInt8);
   EXPECT_TRUE(c.int8);
   EXPECT_EQ(c.tokens_per_tile, 32);
@@ -275,6 +290,12 @@ TEST(Tuning, RowsAndProvenance) {
   EXPECT_EQ(measured, nullptr);
   for (const auto& row : tuning::sm90::kLaneRows)
     if (row.measured != nullptr) EXPECT_EQ(std::string(row.measured->date).size(), 10u);
+  // every int8 MMQ row is a measured one, of a type the int8 path serves
+  for (const auto& row : tuning::sm90::kMmqInt8Rows) {
+    ASSERT_NE(row.measured, nullptr) << type_name(row.type);
+    EXPECT_TRUE(mmq_int8_supported(row.type)) << type_name(row.type);
+    EXPECT_LE(row.max_tile, cuda_detail::kMmqInt8MaxTile);
+  }
 }
 
 }  // namespace

@@ -277,8 +277,10 @@ def test_linear_dispatch_on_a_side_stream(qtype: QuantType, rng: np.random.Gener
             y = lowbit.linear(x.to(dev), wd, qtype, scales=sd, bias=bias.to(dev))
         stream.synchronize()
         ref = x.double() @ wf.T + bias.double()
-        assert rel_err(y, ref) < (MMVQ_INT8_BOUND if m <= 8 else MMVQ_BOUND), f"M={m}"
-        kernel = lowbit.select_kernel(qtype, m, 129, 1024, dev)["kernel"]
+        plan = lowbit.select_kernel(qtype, m, 129, 1024, dev)
+        int8 = m <= 8 or plan.get("mmq", {}).get("math") == "int8"  # MMQ's int8 path where measured faster
+        assert rel_err(y, ref) < (MMVQ_INT8_BOUND if int8 else MMVQ_BOUND), f"M={m}"
+        kernel = plan["kernel"]
         expected = {1: "mmvq", 64: "mmq" if mmq else "dequant_matmul", 200: "dequant_matmul"}.get(m)
         if expected is not None:
             assert kernel == expected, f"M={m}: {kernel}"

@@ -81,7 +81,7 @@ def test_mmq_matches_references(qtype: QuantType, m: int, n: int, k_want: int) -
     dev = torch.device("cuda")
     w, s = random_weight(qtype, n, k, rng, device=dev)
     x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-    y = torch.ops.lowbit.mmq(x, w, int(qtype), scales=s)
+    y = torch.ops.lowbit.mmq(x, w, int(qtype), scales=s, math="bf16")
     assert y.shape == (m, n) and y.dtype == torch.bfloat16
     assert torch.isfinite(y).all()
     ref64 = x.double() @ lowbit.dequantize(w, qtype, scales=s).double().T
@@ -90,7 +90,7 @@ def test_mmq_matches_references(qtype: QuantType, m: int, n: int, k_want: int) -
     what = f"{qtype.type_name} M={m} N={n} K={k}"
     assert_rounded_result(y, exact, ACCUMULATE_TOL, what)
     # float32 activations (rounded to bf16 by the kernel alike) give a float32 output to compare tightly
-    yf = torch.ops.lowbit.mmq(x.float(), w, int(qtype), scales=s)
+    yf = torch.ops.lowbit.mmq(x.float(), w, int(qtype), scales=s, math="bf16")
     assert yf.dtype == torch.float32
     err = rel_err(yf, exact)
     record_error("bf16_mmq_exact", what, err)
@@ -193,12 +193,30 @@ def test_mmq_weight_beyond_2_31_elements() -> None:
     w, s = random_weight(q, 512, k, rng, device=torch.device("cuda"))
     big = w.repeat(n // 512 + 1, 1)[:n].contiguous()  # ~420 MB of IQ1_S blocks
     x = torch.randn(17, k, device="cuda", dtype=torch.bfloat16)
-    y = torch.ops.lowbit.mmq(x, big, int(q))
-    tail = big[-300:]
-    ref = x.double() @ lowbit.dequantize(tail, q).double().T
-    assert rel_err(y[:, -300:], ref) < FLOAT64_BOUND
-    head = big[:300]
-    assert rel_err(y[:, :300], x.double() @ lowbit.dequantize(head, q).double().T) < FLOAT64_BOUND
+    for math, bound in (("bf16", FLOAT64_BOUND), ("int8", INT8_FLOAT64_BOUND)):
+        y = torch.ops.lowbit.mmq(x, big, int(q), math=math)
+        tail = big[-300:]
+        ref = x.double() @ lowbit.dequantize(tail, q).double().T
+        assert rel_err(y[:, -300:], ref) < bound, math
+        head = big[:300]
+        assert rel_err(y[:, :300], x.double() @ lowbit.dequantize(head, q).double().T) < bound, math
+
+
+@pytest.mark.parametrize("m", [9, 20, 33, 100])
+@pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ1_S, QuantType.IQ2_XXS], ids=lambda q: q.type_name)
+def test_mmq_auto_arithmetic_is_the_measured_one(qtype: QuantType, m: int) -> None:
+    """math="auto" takes the int8 path where it was measured faster (the nibble formats IQ4_XS,
+    IQ4_NL, IQ1_S at tiles of 16 and 32 tokens), bf16 elsewhere; bit for bit the named path, and
+    the plan says which."""
+    rng = np.random.default_rng(fresh_seed())
+    n, k = 264, 1024
+    w, s = random_weight(qtype, n, k, rng, device=torch.device("cuda"))
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    int8 = qtype != QuantType.IQ2_XXS and m <= 32
+    named = torch.ops.lowbit.mmq(x, w, int(qtype), scales=s, math="int8" if int8 else "bf16")
+    assert torch.equal(torch.ops.lowbit.mmq(x, w, int(qtype), scales=s), named)
+    plan = lowbit.select_kernel(qtype, m, n, k, torch.device("cuda"), kernel="mmq")
+    assert plan["mmq"]["math"] == ("int8" if int8 else "bf16")
 
 
 def test_mmq_rejects_bad_arguments() -> None:

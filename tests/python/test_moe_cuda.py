@@ -29,7 +29,7 @@ import torch
 from _helpers import fresh_seed, random_weight, rel_err
 from _kernel_arithmetic import kernel_bf16_weights, moe_vec_activations, record_error
 from lowbit import QuantType
-from lowbit.moe import moe_align, moe_batched, moe_block_size, moe_layer, moe_vec
+from lowbit.moe import moe_align, moe_batched, moe_batched_int8, moe_block_size, moe_layer, moe_vec
 
 pytestmark = [
     pytest.mark.gpu,
@@ -100,18 +100,22 @@ def emulated_reference(
     x, w13, w2, weights, ids, t13, t2, kernel, activation="silu", s13=None, s2=None, begin=0
 ) -> torch.Tensor:
     """float64 on the GPU, rounding where the kernels round (module docstring)."""
+    # per projection: int8 codes times activations quantized per 32 values (the vector kernel, and
+    # the batched one where moe_batched_int8 says so), or bf16 weights times bf16 activations
+    int8_13 = int8_2 = kernel == "moe_vec"
     if kernel == "moe_batched":
-        pairs = ids.numel()
-        block = moe_block_size(pairs, w13.shape[0], dev())
-        W13 = batched_bf16_weights(w13, t13, s13, block)
-        W2 = batched_bf16_weights(w2, t2, s2, block)
+        block = moe_block_size(ids.numel(), w13.shape[0], dev())
+        int8_13, int8_2 = moe_batched_int8(t13, block, dev()), moe_batched_int8(t2, block, dev())
+        W13 = (
+            lowbit.dequantize(w13, t13, scales=s13).double() if int8_13 else batched_bf16_weights(w13, t13, s13, block)
+        )
+        W2 = lowbit.dequantize(w2, t2, scales=s2).double() if int8_2 else batched_bf16_weights(w2, t2, s2, block)
     else:
         W13 = lowbit.dequantize(w13, t13, scales=s13).double()
         W2 = lowbit.dequantize(w2, t2, scales=s2).double()
     E, two_i, _ = W13.shape
     inter = two_i // 2
-    vector = kernel == "moe_vec"
-    xb = moe_vec_activations(x, t13) if vector else bf16(x.double())
+    xb = moe_vec_activations(x, t13) if int8_13 else bf16(x.double())
     tokens, top_k = ids.shape
     out = torch.zeros(tokens, W2.shape[1], dtype=torch.float64, device=x.device)
     local = ids.long() - begin
@@ -120,7 +124,7 @@ def emulated_reference(
         t_idx, k_idx = torch.nonzero(valid & (local == e), as_tuple=True)
         h = xb[t_idx] @ W13[e].T
         a = bf16(act(activation, h[:, :inter].float()).double() * h[:, inter:])
-        y = (moe_vec_activations(a, t2) if vector else a) @ W2[e].T
+        y = (moe_vec_activations(a, t2) if int8_2 else a) @ W2[e].T
         out.index_add_(0, t_idx, y * weights[t_idx, k_idx].double()[:, None])
     return out
 
@@ -409,7 +413,7 @@ def test_batched_projection_against_its_roundings(block_size, tokens, kind) -> N
     _, ids = routing(rng, tokens, experts, top_k, kind)
     r = moe_align(ids, experts, block_size)
     assert r.block_size == block_size
-    y = moe_batched(x, w, q, r, top_k, tokens * top_k, scales=s)
+    y = moe_batched(x, w, q, r, top_k, tokens * top_k, scales=s, math="bf16")
     assert y.shape == (tokens * top_k, n) and y.dtype == torch.float32
     exact = _exact_projection(x, batched_bf16_weights(w, q, s, block_size), ids, top_k)
     err = rel_err(y, exact)
@@ -449,6 +453,26 @@ def test_batched_int8_projection_against_its_arithmetic(block_size, tokens, kind
     assert torch.equal(y[dropped], torch.zeros_like(y[dropped]))
 
 
+@pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ2_XXS], ids=lambda q: q.type_name)
+@pytest.mark.parametrize("block_size", [16, 32, 64])
+def test_batched_auto_arithmetic_is_the_measured_one(qtype, block_size) -> None:
+    """math="auto" runs what moe_batched_int8 names (int8 for the nibble formats up to 32-row
+    blocks on Hopper, bf16 elsewhere), bit for bit."""
+    rng = np.random.default_rng(fresh_seed())
+    experts, tokens, top_k, n, k = 8, 64, 2, 136, 1024
+    w, _ = random_weight(qtype, n, k, rng, experts=experts, device=dev())
+    x = torch.randn(tokens, k, device=dev())
+    _, ids = routing(rng, tokens, experts, top_k, "balanced")
+    r = moe_align(ids, experts, block_size)
+    auto = moe_batched(x, w, qtype, r, top_k, tokens * top_k)
+    int8 = moe_batched_int8(qtype, block_size, dev())
+    expected = grouped_mmq_runs(block_size) and qtype == QuantType.IQ4_XS and block_size <= 32
+    assert int8 == expected
+    if grouped_mmq_runs(block_size):
+        named = moe_batched(x, w, qtype, r, top_k, tokens * top_k, math="int8" if int8 else "bf16")
+        assert torch.equal(auto, named)
+
+
 def test_batched_int8_names_its_rules() -> None:
     rng = np.random.default_rng(fresh_seed())
     x = torch.randn(8, 512, device=dev())
@@ -480,13 +504,13 @@ def test_batched_projection_types_and_activation_dtypes(qtype, dtype, kernel) ->
     x = torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(dev(), dtype)
     _, ids = routing(rng, tokens, experts, 1, "invalid")
     block = moe_block_size(tokens, experts, dev()) if kernel == "dispatcher" else 48
-    y = moe_batched(x, w, qtype, moe_align(ids, experts, block), 1, tokens, scales=s)
+    y = moe_batched(x, w, qtype, moe_align(ids, experts, block), 1, tokens, scales=s, math="bf16")
     assert y.dtype == dtype
     exact = _exact_projection(x.float(), batched_bf16_weights(w, qtype, s, block), ids, 1)
     bound = 2.0**-8 if dtype != torch.float32 else (GROUPED_EXACT_BOUND if grouped_mmq_runs(block) else 1e-4)
     assert rel_err(y, exact) < bound, qtype.type_name
     if dtype != torch.float32:  # written by the kernel: the float32 result of the same bf16 rows, rounded once
-        y32 = moe_batched(x.float(), w, qtype, moe_align(ids, experts, block), 1, tokens, scales=s)
+        y32 = moe_batched(x.float(), w, qtype, moe_align(ids, experts, block), 1, tokens, scales=s, math="bf16")
         assert torch.equal(y, y32.to(dtype)), qtype.type_name
 
 

@@ -12,7 +12,7 @@ from _helpers import random_weight, rel_err
 from _kernel_arithmetic import moe_vec_activations
 from lowbit import QuantType
 from lowbit.compat_moe import ggml_moe_a8, ggml_moe_a8_vec, ggml_moe_get_block_size
-from lowbit.moe import moe_align, moe_batched, moe_layer, moe_vec
+from lowbit.moe import moe_align, moe_batched, moe_batched_int8, moe_layer, moe_vec
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 # CPU: float32 GEMM on the exactly decoded weights. CUDA: activations rounded to bf16 (and the
@@ -119,7 +119,9 @@ def test_moe_vec_and_batched_match_reference(device, qtype, k, n, rng: np.random
     for block in (64, 16, 128, 5):  # the batched kernel takes the block size the routing was made with
         routing = moe_align(ids, experts, block, expert_range=(begin, begin + experts))
         batched = moe_batched(x, w, qtype, routing, top_k, tokens * top_k, scales=s)
-        assert rel_err(batched, ref) < BOUND[device], f"block {block}"
+        # the grouped MMQ's int8 path (where measured faster) has the int8 MMVQ's bound
+        int8 = device == "cuda" and moe_batched_int8(qtype, block, device)
+        assert rel_err(batched, ref) < (VEC_LAYER_BOUND[device] if int8 else BOUND[device]), f"block {block}"
         dropped = (routing.pair_slots < 0).cpu()
         assert bool(dropped.any()), "the routing should drop some pairs"
         assert torch.equal(batched.cpu()[dropped], torch.zeros_like(batched.cpu()[dropped]))

@@ -78,12 +78,6 @@ __device__ __forceinline__ void fence_accumulators(int (&acc)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(acc[i])::"memory");
 }
 
-// float(v) for |v| < 2^22 (a k32 int8 product sum is at most 32 * 128 * 127) with an integer and a
-// float add: I2F issues at a quarter of their rate, and the scaling converts T / 2 sums per run.
-__device__ __forceinline__ float small_int_to_float(int v) {
-  return __int_as_float(v + 0x4B400000) - 12582912.0f;  // 1.5 * 2^23 + v, then less 1.5 * 2^23
-}
-
 // The int8 prologue: thread (token, group) quantizes int8 group `group` (eight weights of the
 // format's I8Order) of a token as the int8 MMVQ does (quantize8) and stores its codes where the
 // A fragment's K order puts them (word t and word 4 + t of its 32-weight run, mmq_tiling.h), the
@@ -203,12 +197,8 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     const int64_t left = (k - k0) / 32;
     const int subs = left < 8 ? static_cast<int>(left) : 8;  // spans of K in this unit (the last may be short)
     if constexpr (kInt8) {
-      // kGroup runs go to the tensor cores at once (their own int32 fragments), the next kGroup are
-      // decoded meanwhile, then one wait 0 and the group is scaled into acc (reading a fragment
-      // while any wgmma is in flight serializes every wgmma, ptxas C7514).
-      // (4 at 32 tokens; 2 at 16, where four spilled under the 128 registers of two blocks per
-      // multiprocessor, and at 64, where the fragments are large)
-      constexpr int kGroup = kTokens == 32 ? 4 : 2;
+      // Run s + 1 is decoded while the tensor cores take run s; run s is scaled into acc once its
+      // wgmma is done (wait 0: reading the int32 fragment earlier serializes every wgmma).
       const float* const x_scales = reinterpret_cast<const float*>(st + Tl::kActBytes);  // [T][8]
       struct Run {
         uint32_t frag[4];
@@ -228,40 +218,24 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
         }
         return r;
       };
-      int c[kGroup][kTokens / 2] = {};  // overwritten by each run's wgmma (scale-d 0)
-      Run run[kGroup];
+      int c[kTokens / 2] = {};  // overwritten by each run's wgmma (scale-d 0)
+      Run run = decode_run(0);
 #pragma unroll
-      for (int j = 0; j < kGroup; ++j) run[j] = decode_run(j);
-#pragma unroll
-      for (int s0 = 0; s0 < 8; s0 += kGroup) {  // 32-weight runs: one k32 wgmma each
+      for (int s = 0; s < 8; ++s) {  // 32-weight runs: one k32 wgmma each
+        const uint64_t desc = sw128_kmajor_desc(st + (s >> 2) * Tl::kSliceBytes) + 2 * (s & 3);  // +32 bytes
         wgmma_fence();
-#pragma unroll
-        for (int j = 0; j < kGroup; ++j) {
-          const int s = s0 + j;
-          const uint64_t desc = sw128_kmajor_desc(st + (s >> 2) * Tl::kSliceBytes) + 2 * (s & 3);  // +32 bytes
-          wgmma_m64k32_s8_rs<kTokens>(c[j], run[j].frag, desc, 0);
-        }
+        wgmma_m64k32_s8_rs<kTokens>(c, run.frag, desc, 0);
         wgmma_commit();
-        float w[kGroup][2];
+        const Run now = run;
+        if (s < 7) run = decode_run(s + 1);
+        float x[kTokens / 4];  // token scales of this lane's columns 8 (j / 2) + 2t + j % 2
 #pragma unroll
-        for (int j = 0; j < kGroup; ++j) w[j][0] = run[j].w[0], w[j][1] = run[j].w[1];
-        if (s0 + kGroup < 8) {
-#pragma unroll
-          for (int j = 0; j < kGroup; ++j) run[j] = decode_run(s0 + kGroup + j);
-        }
-        float x[kGroup][kTokens / 4];  // token scales of this lane's columns 8 (i / 2) + 2t + i % 2
-#pragma unroll
-        for (int j = 0; j < kGroup; ++j)
-#pragma unroll
-          for (int i = 0; i < kTokens / 4; ++i) x[j][i] = x_scales[(8 * (i >> 1) + 2 * t + (i & 1)) * 8 + s0 + j];
+        for (int j = 0; j < kTokens / 4; ++j) x[j] = x_scales[(8 * (j >> 1) + 2 * t + (j & 1)) * 8 + s];
         wgmma_wait<0>();
+        fence_accumulators(c);
 #pragma unroll
-        for (int j = 0; j < kGroup; ++j) {
-          fence_accumulators(c[j]);
-#pragma unroll
-          for (int i = 0; i < kTokens / 2; ++i)
-            acc[i] = fmaf(small_int_to_float(c[j][i]), w[j][(i >> 1) & 1] * x[j][2 * (i >> 2) + (i & 1)], acc[i]);
-        }
+        for (int i = 0; i < kTokens / 2; ++i)
+          acc[i] = fmaf(static_cast<float>(c[i]), now.w[(i >> 1) & 1] * x[2 * (i >> 2) + (i & 1)], acc[i]);
       }
     } else {
 #pragma unroll

@@ -10,6 +10,7 @@
 #include "cuda/mmvq/mmvq_pairs.cuh"
 #include "cuda/moe/moe_launch.h"
 #include "cuda/moe/moe_routing_launch.h"
+#include "lowbit/cuda.h"
 #include "lowbit/cuda_mmq.h"
 #include "lowbit/cuda_moe.h"
 #include "lowbit/error.h"
@@ -239,7 +240,8 @@ void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStrea
   a.block_experts = routing.block_experts;
   a.num_padded = routing.num_padded;
   a.block_size = routing.block_size;
-  a.batched_int8 = proj.math == MmvqMath::kInt8;
+  a.batched_int8 = proj.math == MmvqMath::kInt8 ||
+                   (proj.math == MmvqMath::kAuto && moe_batched_int8(proj.type, routing.block_size, device_facts()));
   LOWBIT_CHECK(!a.batched_int8 || mmq_int8_supported(proj.type), "proj.math: int8 needs a type whose int8 form ",
                "scales 32 weights at a time (every I-quant but iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, mxfp4_split); ",
                "got ", type_name(proj.type));
@@ -349,6 +351,9 @@ void fused_moe(const cpu::MoeLayer& layer, const void* x, FloatType x_type, int6
   // one buffer for both projections' permuted x: the down projection's prologue runs after the
   // gate/up kernel on the same stream
   uint8_t* const x_mmq = plan.grouped_mmq ? base + L.x_mmq : nullptr;
+  // the grouped kernel's arithmetic per projection (its int8 rows take less than the bf16 buffer)
+  a13.batched_int8 = plan.grouped_mmq && moe_batched_int8(layer.w13_type, plan.block_size, device_facts());
+  a2.batched_int8 = plan.grouped_mmq && moe_batched_int8(layer.w2_type, plan.block_size, device_facts());
   launch_projection(layer.w13_type, a13, batched, stream, x_mmq);
   launch_projection(layer.w2_type, a2, batched, stream, x_mmq);
   cuda_detail::launch_moe_combine(down, topk_weights, experts, tokens, top_k, H, out, x_type, stream);

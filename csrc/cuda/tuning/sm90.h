@@ -102,6 +102,17 @@ inline constexpr MmqRangeRow kMmqRangeRows[] = {
     {9, 17, 128, &kMmq20261201},
 };
 
+// MMQ's int8 path against its bf16 path (N=4096 K=14336, M = 16 .. 128, six I-quants; moe_proj at
+// 128 and 512 tokens): the nibble formats' int8 decode saves the bf16 render, 24-29% at 16 tokens
+// and 10-17% at 32; from 64 tokens, and for the grid formats at any tile, the scaling of every
+// 32-weight run costs more than it saves (NOTES.md, "the int8 path of MMQ").
+inline constexpr Provenance kMmqInt8_20261202{"H200", "0b77c99", "2026-12-02"};
+inline constexpr MmqInt8Row kMmqInt8Rows[] = {
+    {Q::IQ4_XS, 32, &kMmqInt8_20261202},
+    {Q::IQ4_NL, 32, &kMmqInt8_20261202},
+    {Q::IQ1_S, 32, &kMmqInt8_20261202},
+};
+
 // The vector path (the lane kernel's pairs modes, items of four rows) against the grouped MMQ
 // (moe_proj E=128, top-8, N=768, K=2048 for iq2_xxs, iq3_s, iq4_xs; moe_layer Qwen3-30B-A3B and
 // DeepSeek-like): the vector kernel ahead at 32 tokens everywhere (the layers by 31% and 61%),

@@ -51,6 +51,14 @@ constexpr bool mmq_serves(int64_t m, int compute_major) {
   return false;
 }
 
+// Whether MMQ (sm_90a) runs type t's `tile`-token tiles on its int8 path when the caller leaves
+// the arithmetic to lowbit.
+constexpr bool mmq_int8_by_default(QuantType t, int tile) {
+  for (const MmqInt8Row& row : sm90::kMmqInt8Rows)
+    if (row.type == t) return tile <= row.max_tile;
+  return false;
+}
+
 // The MoE vector limit on a GPU of this major architecture; `measured` as mmvq_max_tokens gives it
 // (nullptr: the provisional 16 of a GPU never measured, where a batched block holds about one pair).
 constexpr int moe_vector_max_tokens(int compute_major, const Provenance** measured = nullptr) {

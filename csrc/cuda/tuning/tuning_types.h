@@ -88,6 +88,14 @@ struct MmqRangeRow {
   const Provenance* measured;
 };
 
+// Where MMQ's int8 path (math auto) replaces its bf16 one: type at token tiles up to max_tile (the
+// dense kernel and the grouped MoE kernel share the mainloop).
+struct MmqInt8Row {
+  QuantType type;
+  int max_tile;
+  const Provenance* measured;
+};
+
 // The MoE planner's vector limit: the vector kernel serves up to max_tokens tokens on GPUs of this
 // major architecture, the batched one above.
 struct MoeVectorLimitRow {
