@@ -29,6 +29,8 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
   // The smallest wgmma N that holds the tokens: fewer padded tokens below 128, and past 128 the
   // 128-token tile (64 accumulators per thread) keeps registers for the decode.
   c.tokens_per_tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
+  LOWBIT_CHECK(math == MmvqMath::kAuto || math == MmvqMath::kBf16 || math == MmvqMath::kInt8,
+               "math: unknown arithmetic ", static_cast<int>(math), " (kAuto, kBf16, kInt8)");
   LOWBIT_CHECK(math != MmvqMath::kInt8 || mmq_int8_supported(t), "math: \"int8\" MMQ needs a type whose int8 form ",
                "scales 32 weights at a time (every I-quant but iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, ",
                "mxfp4_split); got ", type_name(t));

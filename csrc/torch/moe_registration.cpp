@@ -37,6 +37,7 @@ TORCH_LIBRARY_FRAGMENT(lowbit, m) {
   m.def("moe_batched_int8(int qtype, int block_size, Device device) -> bool",
         [](int64_t qtype, int64_t block_size, c10::Device device) -> bool {
           using namespace lowbit;
+          TORCH_CHECK_VALUE(block_size >= 1 && block_size <= 1024, "block_size must be in [1, 1024], got ", block_size);
           return torch_ops::translate_errors([&] {
             return moe_batched_int8(weight_type_info(qtype, "qtype").type, static_cast<int>(block_size),
                                     torch_ops::device_facts(device));

@@ -6,6 +6,7 @@
 #include "lowbit/capabilities.h"
 #include "lowbit/dispatch.h"
 #include "lowbit/error.h"
+#include "lowbit/mmq_policy.h"
 #include "lowbit/plan.h"
 #include "lowbit/quant_type.h"
 
@@ -155,4 +156,14 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       "Every quant type the C++ core knows");
+  m.def(
+      "mmq_int8_supported",
+      [](int64_t qtype) {
+        try {
+          return lowbit::mmq_int8_supported(lowbit::weight_type_info(qtype, "qtype").type);
+        } catch (const lowbit::Error& e) {
+          throw py::value_error(e.what());
+        }
+      },
+      "Whether MMQ's int8 path (math=\"int8\" of mmq and moe_batched) serves this weight type", py::arg("qtype"));
 }

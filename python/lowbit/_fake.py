@@ -92,7 +92,11 @@ def _mmq_fake(
     x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: torch.Tensor | None = None, math: str = "auto"
 ) -> torch.Tensor:
     if math not in ("auto", "bf16", "int8"):
-        raise ValueError(f'math: unknown MMQ arithmetic "{math}" (auto, bf16, int8)')
+        raise ValueError(f'math: unknown MMVQ arithmetic "{math}" (auto, bf16, int8)')
+    from . import _C
+
+    if math == "int8" and not _C.mmq_int8_supported(int(qtype)):
+        raise ValueError('math: "int8" MMQ needs a type whose int8 form scales 32 weights at a time')
     return _linear_fake(x, w, qtype, scales=scales)
 
 

@@ -86,6 +86,10 @@ def _moe_batched_fake(
 ) -> torch.Tensor:
     if math not in ("auto", "bf16", "int8"):
         raise ValueError(f'math: unknown MMVQ arithmetic "{math}" (auto, bf16, int8)')
+    from . import _C
+
+    if math == "int8" and not _C.mmq_int8_supported(int(qtype)):
+        raise ValueError('math: "int8" moe_batched needs a type whose int8 form scales 32 weights at a time')
     _same_device(
         w=w, x=x, sorted_pair_ids=sorted_pair_ids, block_experts=block_experts, num_padded=num_padded, scales=scales
     )

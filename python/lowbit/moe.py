@@ -112,7 +112,8 @@ def moe_batched(
     """The projection of `moe_vec` over moe_align's routing (any block_size; the one it was made
     with travels in `routing.block_size`), the batched kernel. math "int8" (Hopper's grouped MMQ,
     routing blocks of 16 to 64, types with a 32-weight int8 form) multiplies int8 codes with the
-    activations quantized per token and 32 values; "auto" and "bf16" round the activations to bf16.
+    activations quantized per token and 32 values, "bf16" rounds the activations to bf16, "auto"
+    takes int8 where `moe_batched_int8` says it was measured faster.
 
     Returns:
         [pairs, N] in x's dtype; rows of dropped pairs are zero.

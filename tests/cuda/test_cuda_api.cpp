@@ -11,6 +11,7 @@
 #include "../cpp/test_support.h"
 #include "lowbit/cpu.h"
 #include "lowbit/cuda.h"
+#include "lowbit/cuda_mmq.h"
 #include "lowbit/cuda_moe.h"
 #include "lowbit/error.h"
 #include "lowbit/formats/common.h"
@@ -358,6 +359,77 @@ TEST(CudaApiMoe, VectorProjectionOverIdsAndOverTheExpertTable) {
   cuda::MoeRouting routing;
   EXPECT_NE(error_message([&] { cuda::moe_batched(proj_bad, routing, stream); }).find("y_type: must be"),
             std::string::npos);
+  cudaStreamDestroy(stream);
+}
+
+// MMQ's int8 path (math auto for IQ4_XS at 20 tokens) reads activations at any address and row
+// stride: x one bf16 element past an aligned address, rows K + 1 elements apart. And moe_batched
+// with no pairs on routing blocks the int8 path serves is a no-op, not an error.
+TEST(CudaApiMmq, Int8PathTakesUnalignedActivationsAndNoPairs) {
+  REQUIRE_GPU();
+  if (!cuda::mmq_available()) GTEST_SKIP() << "MMQ needs a compute capability 9.0 GPU and a build for sm_90a";
+  const QuantType t = QuantType::IQ4_XS;
+  const int64_t n = 200, k = 512, m = 20, stride = k + 1;
+  ASSERT_TRUE(cuda::mmq_config(t, m, n, k).int8);
+  std::mt19937 rng(20261202);
+  const auto w = random_weight(t, n, k, rng);
+  std::vector<float> dequantized(n * k);
+  cpu::dequantize(t, WeightView{w.data(), row_bytes(t, k), 0, nullptr, 0, 0}, n, k, dequantized.data(), FloatType::F32,
+                  k);
+  std::normal_distribution<float> normal;
+  std::vector<uint16_t> x(1 + m * stride);
+  for (auto& v : x) v = to_bf16(normal(rng));
+
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  DeviceBuffer<uint8_t> dw(w.size());
+  DeviceBuffer<uint16_t> dx(x.size());
+  DeviceBuffer<float> dy(m * n);
+  cudaMemcpyAsync(dw.ptr, w.data(), w.size(), cudaMemcpyHostToDevice, stream);
+  cudaMemcpyAsync(dx.ptr, x.data(), x.size() * 2, cudaMemcpyHostToDevice, stream);
+  cudaMemsetAsync(dy.ptr, 0xFF, m * n * sizeof(float), stream);  // NaN poison
+  cuda::mmq(t, WeightView{dw.ptr, row_bytes(t, k), 0, nullptr, 0, 0}, n, k, dx.ptr + 1, FloatType::BF16, m, stride,
+            dy.ptr, FloatType::F32, n, stream);
+  std::vector<float> y(m * n);
+  cudaMemcpyAsync(y.data(), dy.ptr, y.size() * sizeof(float), cudaMemcpyDeviceToHost, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  double diff = 0, norm = 0;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double exact = 0;
+      for (int64_t c = 0; c < k; ++c)
+        exact += static_cast<double>(from_bf16(x[1 + r * stride + c])) * dequantized[j * k + c];
+      ASSERT_TRUE(std::isfinite(y[r * n + j])) << "row " << r << " output " << j << " not written";
+      diff += (y[r * n + j] - exact) * (y[r * n + j] - exact);
+      norm += exact * exact;
+    }
+  EXPECT_LT(std::sqrt(diff / norm), 3e-2);  // int8 activations per 32 values
+
+  const int64_t experts = 4;
+  cuda::MoeProjection proj;
+  proj.type = t;
+  proj.w = WeightView{dw.ptr, row_bytes(t, k), 50 * row_bytes(t, k), nullptr, 0, 0};
+  proj.experts = experts;
+  proj.n = 50;
+  proj.k = k;
+  proj.x = dx.ptr;  // aligned; never read without pairs
+  proj.x_row_stride = k;
+  proj.pairs = 0;
+  proj.y = dy.ptr;
+  proj.y_row_stride = 50;
+  for (cuda::MoeProjection p : {proj, [&] {
+                                  cuda::MoeProjection q = proj;
+                                  q.math = MmvqMath::kInt8;
+                                  return q;
+                                }()}) {
+    const int block = 16;
+    const int64_t capacity = moe_sorted_capacity(0, experts, block);
+    DeviceBuffer<int32_t> sorted(capacity), blocks((capacity + block - 1) / block), padded(1);
+    cuda::MoeRouting routing{sorted.ptr, capacity, blocks.ptr, (capacity + block - 1) / block,
+                             padded.ptr, nullptr,  block};
+    EXPECT_EQ(error_message([&] { cuda::moe_batched(p, routing, stream); }), "no error");
+  }
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   cudaStreamDestroy(stream);
 }
 

@@ -159,6 +159,24 @@ def test_mmq_arithmetic_is_checked(iq4: torch.Tensor, rng: np.random.Generator) 
     w, _ = random_weight(QuantType.IQ2_XS, 8, 512, rng)
     with pytest.raises(ValueError, match=r'math: "int8" MMQ needs a type whose int8 form.*got iq2_xs'):
         torch.ops.lowbit.mmq(x, w, int(QuantType.IQ2_XS), math="int8")
+    # the fake kernel (torch.compile's tracing) states the same rule
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode, pytest.raises(ValueError, match=r'math: "int8" MMQ needs a type whose int8 form'):
+        torch.ops.lowbit.mmq(mode.from_tensor(x), mode.from_tensor(w), int(QuantType.IQ2_XS), math="int8")
+    supported = {q for q in lowbit.WEIGHT_TYPES if lowbit._C.mmq_int8_supported(int(q))}
+    assert supported == {
+        QuantType.IQ1_S,
+        QuantType.IQ2_XXS,
+        QuantType.IQ3_XXS,
+        QuantType.IQ3_S,
+        QuantType.IQ4_NL,
+        QuantType.IQ4_XS,
+        QuantType.Q5_0,
+        QuantType.Q8_0,
+        QuantType.MXFP4,
+        QuantType.MXFP4_SPLIT,
+    }
     # on the CPU every arithmetic gives the exact reference
     ref = torch.ops.lowbit.mmq(x, iq4, int(QuantType.IQ4_XS))
     assert torch.equal(torch.ops.lowbit.mmq(x, iq4, int(QuantType.IQ4_XS), math="int8"), ref)

@@ -91,10 +91,10 @@ __global__ void __launch_bounds__(256) mmq_quantize_activations(MmqArgs a, int64
   const int64_t group = active ? i - token * groups : 0;
   float v[8] = {};
   if (active && group * 8 < a.k) {
-    MmvqArgs src{};
-    src.x = a.x;
-    src.x_row_stride = a.x_row_stride;
-    load_i8_group<Act, kOrder>(src, static_cast<int>(token), group, v);
+    // element loads: the C++ API promises no alignment of x or of its row stride
+    const Act* run = static_cast<const Act*>(a.x) + token * a.x_row_stride + 32 * (group >> 2);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = static_cast<float>(run[i8_element(kOrder, static_cast<int>(group & 3), j)]);
   }
   uint32_t q[2];
   const float d = quantize8(v, q);  // every lane: the quad's amax comes by shuffles

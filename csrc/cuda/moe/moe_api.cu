@@ -240,14 +240,18 @@ void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStrea
   a.block_experts = routing.block_experts;
   a.num_padded = routing.num_padded;
   a.block_size = routing.block_size;
+  LOWBIT_CHECK(proj.math == MmvqMath::kAuto || proj.math == MmvqMath::kBf16 || proj.math == MmvqMath::kInt8,
+               "math (proj.math): unknown arithmetic ", static_cast<int>(proj.math), " (kAuto, kBf16, kInt8)");
   a.batched_int8 = proj.math == MmvqMath::kInt8 ||
                    (proj.math == MmvqMath::kAuto && moe_batched_int8(proj.type, routing.block_size, device_facts()));
-  LOWBIT_CHECK(!a.batched_int8 || mmq_int8_supported(proj.type), "proj.math: int8 needs a type whose int8 form ",
-               "scales 32 weights at a time (every I-quant but iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, mxfp4_split); ",
-               "got ", type_name(proj.type));
-  LOWBIT_CHECK(!a.batched_int8 || (need > 0 && routing.block_size <= cuda_detail::kMmqInt8MaxTile),
-               "proj.math: int8 runs on the grouped MMQ kernel (sm_90a) with routing blocks of 16, 32 or 64; got ",
-               routing.block_size, need > 0 ? "" : " on a device without it");
+  LOWBIT_CHECK(!a.batched_int8 || mmq_int8_supported(proj.type), "math (proj.math): int8 needs a type whose int8 ",
+               "form scales 32 weights at a time (every I-quant but iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, ",
+               "mxfp4_split); got ", type_name(proj.type));
+  // a device fact and the block size, not the workspace (which is 0 without pairs)
+  const bool grouped = grouped_mmq_runs(routing.block_size);
+  LOWBIT_CHECK(!a.batched_int8 || (grouped && routing.block_size <= cuda_detail::kMmqInt8MaxTile),
+               "math (proj.math): int8 runs on the grouped MMQ kernel (sm_90a) with routing blocks of 16, 32 or 64; ",
+               "got ", routing.block_size, grouped ? "" : " on a device without it");
   if (proj.pairs == 0) return;
   cuda_detail::StreamOrderedBuffer owned{nullptr, stream};
   uint8_t* mmq_workspace = nullptr;
