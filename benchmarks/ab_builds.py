@@ -3,11 +3,12 @@
 
 Builds differ in compiled code, so each runs in its own process; the processes alternate (every
 build once per pass) so that clock and thermal drift fall on all of them alike, and each cell
-reports the fastest pass. --op mmvq: dense MMVQ of N x K, bench_dense's timing (CUDA-graph replays
-over weights rotating through >= 256 MB, fresh random bf16 activations, the output checked against
-float64). --op moe_vec: the vector MoE projection of bench_moe (E = 128, top-8, N = 768, K = 2048,
-balanced random routing, graph replays over three weight copies, checked against float64); --m
-then counts tokens.
+reports the fastest pass. --op mmvq / mmq: dense MMVQ / MMQ of N x K, bench_dense's timing
+(CUDA-graph replays over weights rotating through >= 256 MB, fresh random bf16 activations, the
+output checked against float64). --op moe_vec / moe_batched: the vector / batched MoE projection
+of bench_moe (E = 128, top-8, N = 768, K = 2048, balanced random routing at the planner's routing
+block, graph replays over three weight copies, checked against float64); --m then counts tokens.
+--math sets mmq's and moe_batched's arithmetic (auto, bf16, int8).
 
     python benchmarks/ab_builds.py --build new=python --build base=ab-base/python \
         --types iq3_xxs,iq2_xxs --m 1,2 [--op mmvq] [--passes 2]
@@ -31,8 +32,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def time_one_build(types: list[str], ms: list[int], n: int, k: int) -> None:
-    """Child process: prints one JSON line {"type", "m", "us", "rel_err"} per case."""
+def time_one_build(types: list[str], ms: list[int], n: int, k: int, op: str = "mmvq", math: str = "auto") -> None:
+    """Child process: prints one JSON line {"type", "m", "us", "rel_err"} per case (op mmvq or mmq)."""
     import torch
 
     sys.path.insert(0, str(HERE))
@@ -45,10 +46,17 @@ def time_one_build(types: list[str], ms: list[int], n: int, k: int) -> None:
         q = lowbit.as_quant_type(name)
         rw = RotatingWeight.make(q, n, k, seed=1)  # the same weights in every build
         w64 = lowbit.dequantize(rw.w0, q, scales=rw.s0).double()
+
+        def run(x: torch.Tensor, r: int, rw=rw, q=q) -> torch.Tensor:
+            if op == "mmvq":
+                return rw.mmvq(x, r)
+            i = r % len(rw.ws)
+            return torch.ops.lowbit.mmq(x, rw.ws[i], int(q), scales=rw.ss[i], math=math)
+
         for m in ms:
             x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-            err = rel_err(rw.mmvq(x, 0), x.double() @ w64.T)
-            us, _ = time_calls(lambda r, x=x, rw=rw: rw.mmvq(x, r), 20, 50)
+            err = rel_err(run(x, 0), x.double() @ w64.T)
+            us, _ = time_calls(lambda r, x=x: run(x, r), 20 if op == "mmvq" else 10, 50)
             print(json.dumps({"type": name, "m": m, "us": us, "rel_err": err}), flush=True)
         del rw, w64  # this type's weights, before the next type's
         torch.cuda.empty_cache()
@@ -59,14 +67,15 @@ def time_one_build(types: list[str], ms: list[int], n: int, k: int) -> None:
 MOE_VEC_TYPES = {"iq1_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq4_nl", "iq4_xs", "q5_0", "q8_0"}
 
 
-def time_moe_vec(types: list[str], tokens: list[int]) -> None:
-    """Child process: the vector MoE projection, one JSON line per case as time_one_build."""
+def time_moe(types: list[str], tokens: list[int], op: str = "moe_vec", math: str = "auto") -> None:
+    """Child process: the vector MoE projection (op moe_vec) or the batched one at the planner's
+    routing block (op moe_batched), one JSON line per case as time_one_build."""
     import torch
 
     sys.path.insert(0, str(HERE))
     from bench_moe import balanced_ids, random_experts, reference_proj, time_us
     from lowbit import QuantType
-    from lowbit.moe import moe_vec
+    from lowbit.moe import moe_align, moe_batched, moe_block_size, moe_vec
     from lowbit.testing import rel_err
 
     experts, top_k, n, k = 128, 8, 768, 2048
@@ -80,8 +89,15 @@ def time_moe_vec(types: list[str], tokens: list[int]) -> None:
             ids = balanced_ids(t, experts, top_k, gen)
             check = min(t, 64)
             ref = reference_proj(x, ws[0], q, ids, top_k, check)
-            err = rel_err(moe_vec(x, ws[0], q, ids, top_k)[: check * top_k], ref)
-            us, _ = time_us(lambda r, x=x, ids=ids, ws=ws, q=q: moe_vec(x, ws[r], q, ids, top_k), len(ws), True)
+            block = moe_block_size(t * top_k, experts)
+
+            def run(r: int, x=x, ids=ids, ws=ws, q=q, t=t, block=block) -> torch.Tensor:
+                if op == "moe_vec":
+                    return moe_vec(x, ws[r], q, ids, top_k)
+                return moe_batched(x, ws[r], q, moe_align(ids, experts, block), top_k, t * top_k, math=math)
+
+            err = rel_err(run(0)[: check * top_k], ref)
+            us, _ = time_us(run, len(ws), True)
             print(json.dumps({"type": name, "m": t, "us": us, "rel_err": err}), flush=True)
         del ws
         torch.cuda.empty_cache()
@@ -90,7 +106,8 @@ def time_moe_vec(types: list[str], tokens: list[int]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", action="append", default=[], metavar="NAME=DIR", help="a build to time (two or more)")
-    ap.add_argument("--op", choices=("mmvq", "moe_vec"), default="mmvq")
+    ap.add_argument("--op", choices=("mmvq", "mmq", "moe_vec", "moe_batched"), default="mmvq")
+    ap.add_argument("--math", choices=("auto", "bf16", "int8"), default="auto", help="mmq / moe_batched arithmetic")
     ap.add_argument("--types", required=True, help="comma-separated weight types")
     ap.add_argument("--m", default="1,2", help="comma-separated token counts")
     ap.add_argument("--n", type=int, default=4096)
@@ -99,17 +116,18 @@ def main() -> int:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     types = [t for t in args.types.split(",") if t]
-    if args.op == "moe_vec" and not set(types) <= MOE_VEC_TYPES:
+    moe = args.op in ("moe_vec", "moe_batched")
+    if moe and not set(types) <= MOE_VEC_TYPES:
         ap.error(
-            f"--types: --op moe_vec takes {', '.join(sorted(MOE_VEC_TYPES))} (bench_moe's random experts), "
+            f"--types: --op {args.op} takes {', '.join(sorted(MOE_VEC_TYPES))} (bench_moe's random experts), "
             f"got {args.types!r}"
         )
     ms = [int(v) for v in args.m.split(",") if v]
     if args.child:
-        if args.op == "moe_vec":
-            time_moe_vec(types, ms)
+        if moe:
+            time_moe(types, ms, args.op, args.math)
         else:
-            time_one_build(types, ms, args.n, args.k)
+            time_one_build(types, ms, args.n, args.k, args.op, args.math)
         return 0
 
     builds: list[tuple[str, Path, dict[str, str]]] = []
@@ -132,7 +150,7 @@ def main() -> int:
             env = dict(os.environ) | extra
             inherited = [v for v in env.get("PYTHONPATH", "").split(os.pathsep) if v]
             env["PYTHONPATH"] = os.pathsep.join([str(path), *inherited])  # this build's lowbit first
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--op", args.op]
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--op", args.op, "--math", args.math]
             cmd += ["--types", args.types, "--m", args.m]
             cmd += ["--n", str(args.n), "--k", str(args.k)]
             out = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -149,8 +167,9 @@ def main() -> int:
                 key = (name, r["type"], r["m"])
                 best[key] = min(best.get(key, math.inf), r["us"])
 
-    shape = "E=128 top-8 N=768 K=2048, M = tokens" if args.op == "moe_vec" else f"N={args.n} K={args.k}"
-    print(f"{args.op} us, {shape}, fastest of {args.passes} alternating passes")
+    shape = "E=128 top-8 N=768 K=2048, M = tokens" if moe else f"N={args.n} K={args.k}"
+    math_note = f", math={args.math}" if args.op in ("mmq", "moe_batched") else ""
+    print(f"{args.op} us, {shape}{math_note}, fastest of {args.passes} alternating passes")
     print(f"{'type':<12}{'M':>3}" + "".join(f"{name:>12}" for name, _, _ in builds))
     for t in types:
         for m in ms:

@@ -9,8 +9,9 @@
 #   A/B against another commit: `mkdir ab-base && git archive REV | tar -x -C ab-base` here (ab-*/
 #   are ignored; carry them), then `build-base build ... ab`: build-base compiles the extension of
 #   ab-base (or of each tree in AB_DIRS, e.g. "ab-base ab-two") in the background, ab waits for
-#   them and runs benchmarks/ab_builds.py (AB_OP: mmvq, the default, or moe_vec) on AB_TYPES
-#   (default: the nine I-quants) at AB_M (default 1,2); AB_BUILDS replaces the builds compared
+#   them and runs benchmarks/ab_builds.py (AB_OP: mmvq, the default, mmq, moe_vec or moe_batched;
+#   AB_MATH: mmq's and moe_batched's arithmetic) on AB_TYPES (default: the nine I-quants) at AB_M
+#   (default 1,2); AB_BUILDS replaces the builds compared
 #   (default "new=python base=ab-base/python"; NAME=DIR,KEY=VALUE sets an environment knob for one).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +54,7 @@ for step in "${steps[@]}"; do
       for pid in $base_pid; do wait "$pid"; rc=$?; echo "build-base rc=$rc"; [ $rc -eq 0 ] || { tail -20 "$OUT"/build-ab*.log; exit 1; }; done
       build_args=()
       for spec in ${AB_BUILDS:-new=python base=ab-base/python}; do build_args+=(--build "$spec"); done
-      python3 benchmarks/ab_builds.py --op "${AB_OP:-mmvq}" "${build_args[@]}" \
+      python3 benchmarks/ab_builds.py --op "${AB_OP:-mmvq}" --math "${AB_MATH:-auto}" "${build_args[@]}" \
         --types "${AB_TYPES:-iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,iq4_nl,iq4_xs}" --m "${AB_M:-1,2}" \
         > "$OUT/ab.txt" 2>&1; echo "ab rc=$?"; cat "$OUT/ab.txt" ;;
     build)
