@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-moe|bench|bench-mmq|bench-moe|ab|ncu|ncu-moe|profile-moe|pack|
+#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-mmq|sanitize-moe|bench|bench-mmq|bench-moe|ab|ncu|ncu-moe|profile-moe|pack|
 #   gbench|gdb ...]
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
@@ -97,6 +97,12 @@ for step in "${steps[@]}"; do
         timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda_kernels.py -k "${SANITIZE_FILTER:-mmvq or dequantize}" \
         > "$OUT/sanitize-pytest.log" 2>&1
       echo "memcheck pytest rc=$?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-pytest.log" | tail -3 ;;
+    sanitize-mmq)
+      # MMQ (both arithmetics) under memcheck, the weight beyond 2^31 elements left out
+      compute-sanitizer --tool memcheck --error-exitcode 3 \
+        timeout 500 python3 -m pytest -q -p no:cacheprovider tests/python/test_mmq.py \
+        -k "${SANITIZE_MMQ_FILTER:-not 2_31}" > "$OUT/sanitize-mmq.log" 2>&1
+      echo "memcheck mmq rc=$?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize-mmq.log" | tail -3 ;;
     sanitize-moe)
       # the MoE kernels and routing under memcheck (small token counts; racecheck for the routing)
       compute-sanitizer --tool memcheck --error-exitcode 3 \
