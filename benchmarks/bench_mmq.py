@@ -25,9 +25,6 @@ import bench_dense as bd  # noqa: E402
 import lowbit  # noqa: E402
 from lowbit.testing import rel_err  # noqa: E402
 
-# the types whose MMQ has the int8 path (math="int8"; include/lowbit/mmq_policy.h)
-INT8_TYPES = {"iq1_s", "iq2_xxs", "iq3_xxs", "iq3_s", "iq4_nl", "iq4_xs", "q5_0", "q8_0", "mxfp4", "mxfp4_split"}
-
 
 def bench_shape(q: lowbit.QuantType, n: int, k: int, ms: list[int], rows: bd.Rows, args, results: dict) -> None:
     dev = torch.device("cuda")
@@ -40,7 +37,7 @@ def bench_shape(q: lowbit.QuantType, n: int, k: int, ms: list[int], rows: bd.Row
         i = r % len(rw.ws)
         return torch.ops.lowbit.mmq(x, rw.ws[i], int(q), scales=rw.ss[i], math=math)
 
-    int8 = name in INT8_TYPES
+    int8 = lowbit._C.mmq_int8_supported(int(q))  # the types whose MMQ has the int8 path
 
     for m in ms:
         calls = max(2, min(args.calls, int(args.calls * 128 / max(m, 128))))

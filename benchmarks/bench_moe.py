@@ -167,10 +167,6 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(o - ref) / torch.linalg.vector_norm(ref))
 
 
-# types whose grouped MMQ has the int8 path (moe_batched math="int8"; include/lowbit/mmq_policy.h)
-INT8_BATCHED_TYPES = {"iq1_s", "iq2_xxs", "iq3_xxs", "iq3_s", "iq4_nl", "iq4_xs", "q5_0", "q8_0", "mxfp4"}
-
-
 def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
     rows = []
     E, top_k, N, K = 128, 8, 768, 2048
@@ -198,7 +194,7 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                 "dequant_matmul": lambda r: dequant_matmul_proj(x, ws[r], q, ids, top_k),  # noqa: B023
             }
             calls["auto"] = calls[auto]
-            if block <= 64 and name in INT8_BATCHED_TYPES:  # the grouped MMQ's int8 path (math="int8")
+            if block <= 64 and lowbit._C.mmq_int8_supported(int(q)):  # the grouped MMQ's int8 path
 
                 def batched_int8(r: int) -> torch.Tensor:
                     routing = moe_align(ids, E, block)  # noqa: B023

@@ -12,7 +12,17 @@ namespace lowbit {
 
 bool mmq_int8_supported(QuantType t) {
   weight_type_info(static_cast<int64_t>(t), "qtype");
-  return cuda_detail::mmq_int8_supported(t, 16);
+  bool ok = false;
+  visit_weight_type(t, [&](auto traits) { ok = cuda_detail::mmq_int8_form<decltype(traits)>(); });
+  return ok;
+}
+
+void check_mmq_math(QuantType t, MmvqMath math, const char* op) {
+  LOWBIT_CHECK(math == MmvqMath::kAuto || math == MmvqMath::kBf16 || math == MmvqMath::kInt8,
+               "math: unknown arithmetic ", static_cast<int>(math), " (kAuto, kBf16, kInt8)");
+  LOWBIT_CHECK(math != MmvqMath::kInt8 || mmq_int8_supported(t), "math: \"int8\" ", op,
+               " needs a type whose int8 form scales 32 weights at a time (every I-quant but iq1_m, iq2_xs, iq2_s; ",
+               "q5_0, q8_0, mxfp4, mxfp4_split); got ", type_name(t));
 }
 
 bool mmq_int8_by_default(QuantType t, int tokens_per_tile) {
@@ -29,11 +39,7 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
   // The smallest wgmma N that holds the tokens: fewer padded tokens below 128, and past 128 the
   // 128-token tile (64 accumulators per thread) keeps registers for the decode.
   c.tokens_per_tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
-  LOWBIT_CHECK(math == MmvqMath::kAuto || math == MmvqMath::kBf16 || math == MmvqMath::kInt8,
-               "math: unknown arithmetic ", static_cast<int>(math), " (kAuto, kBf16, kInt8)");
-  LOWBIT_CHECK(math != MmvqMath::kInt8 || mmq_int8_supported(t), "math: \"int8\" MMQ needs a type whose int8 form ",
-               "scales 32 weights at a time (every I-quant but iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, ",
-               "mxfp4_split); got ", type_name(t));
+  check_mmq_math(t, math, "MMQ");
   c.int8 = math == MmvqMath::kInt8 || (math == MmvqMath::kAuto && mmq_int8_by_default(t, c.tokens_per_tile));
   if (c.int8) c.tokens_per_tile = std::min(c.tokens_per_tile, cuda_detail::kMmqInt8MaxTile);
   c.k_pad = (k + 255) / 256 * 256;

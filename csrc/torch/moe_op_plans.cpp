@@ -85,9 +85,7 @@ MoeProjPlan plan_moe_batched(const at::Tensor& x, const at::Tensor& w, int64_t q
                              c10::string_view math) {
   MoeProjPlan p{expert_weight(w, qtype, scales)};
   p.math = translate_errors([&] { return parse_mmvq_math(std::string(math), "math"); });
-  TORCH_CHECK_VALUE(p.math != MmvqMath::kInt8 || mmq_int8_supported(p.w.type),
-                    "math: \"int8\" moe_batched needs a type whose int8 form scales 32 weights at a time (every ",
-                    "I-quant but iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, mxfp4_split); got ", type_name(p.w.type));
+  translate_errors([&] { check_mmq_math(p.w.type, p.math, "moe_batched"); });
   TORCH_CHECK_VALUE(block_size >= 1 && block_size <= 1024, "block_size must be in [1, 1024], got ", block_size);
   TORCH_CHECK_VALUE(pairs >= 0, "pairs must be >= 0, got ", pairs);
   p.pairs = pairs;

@@ -54,9 +54,7 @@ LinearPlan plan_mmq(const at::Tensor& x, const at::Tensor& w, int64_t qtype, con
   LinearPlan p = plan_linear(x, w, qtype, scales, std::nullopt);
   TORCH_CHECK_VALUE(p.m >= 1, "x must hold at least one token for mmq, got shape ", x.sizes());
   p.math = translate_errors([&] { return parse_mmvq_math(std::string(math), "math"); });
-  TORCH_CHECK_VALUE(p.math != MmvqMath::kInt8 || mmq_int8_supported(p.w.type),
-                    "math: \"int8\" MMQ needs a type whose int8 form scales 32 weights at a time (every I-quant but ",
-                    "iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, mxfp4_split); got ", type_name(p.w.type));
+  translate_errors([&] { check_mmq_math(p.w.type, p.math, "MMQ"); });
   return p;
 }
 

@@ -39,6 +39,11 @@ MmqConfig select_mmq_config(QuantType t, int64_t m, int64_t n, int64_t k, const 
 // IQ2_XS and IQ2_S; Q5_0, Q8_0, both MXFP4 forms).
 bool mmq_int8_supported(QuantType t);
 
+// Throws lowbit::Error naming `math` where it is no MmvqMath value, or kInt8 for a type
+// mmq_int8_supported does not name (`op`: the operation, in the message). The MMQ and
+// moe_batched entry points share it.
+void check_mmq_math(QuantType t, MmvqMath math, const char* op);
+
 // Whether math kAuto runs type t's `tokens_per_tile`-token tiles on the int8 path (the measured
 // tuning rows of sm_90: the nibble formats IQ4_XS, IQ4_NL and IQ1_S up to 32-token tiles). The
 // grouped MoE kernel (moe_batched, the fused layer's batched path) follows the same rule.

@@ -43,19 +43,9 @@ FLOAT64_BOUND = 1e-2
 # against the exact result of the kernel's own roundings: float32 sums (tensor cores truncate)
 EXACT_BOUND = 3e-5
 ACCUMULATE_TOL = 1e-4  # bf16 / fp16 outputs: half an ulp plus this share of the rms for the sums
-# math="int8": the types whose int8 form scales 32 weights at a time (include/lowbit/mmq_policy.h)
-INT8_TYPES = (
-    QuantType.IQ1_S,
-    QuantType.IQ2_XXS,
-    QuantType.IQ3_XXS,
-    QuantType.IQ3_S,
-    QuantType.IQ4_NL,
-    QuantType.IQ4_XS,
-    QuantType.Q5_0,
-    QuantType.Q8_0,
-    QuantType.MXFP4,
-    QuantType.MXFP4_SPLIT,
-)
+# math="int8": the types whose int8 form scales 32 weights at a time (the set is pinned in
+# test_errors.py::test_mmq_arithmetic_is_checked)
+INT8_TYPES = tuple(q for q in lowbit.WEIGHT_TYPES if lowbit._C.mmq_int8_supported(int(q)))
 # float64 end to end: activations quantized to int8 per 32 values (the int8 MMVQ's bound)
 INT8_FLOAT64_BOUND = 3e-2
 # against the exact product of the int8 codes with their scales: float32 scaling and sums only

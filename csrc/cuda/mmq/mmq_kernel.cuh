@@ -381,41 +381,34 @@ __global__ void __launch_bounds__(256) mmq_reduce_splits(MmqArgs a, int64_t act_
   }
 }
 
+// f(Act{}) for the activations' element type (float, __nv_bfloat16 or __half).
+template <class F>
+void visit_activation_type(FloatType type, F&& f) {
+  switch (type) {
+    case FloatType::F32:
+      return f(float{});
+    case FloatType::BF16:
+      return f(__nv_bfloat16{});
+    case FloatType::F16:
+      return f(__half{});
+  }
+}
+
 // The permutation prologue over a.m rows of a.x into a.workspace ([a.m, k_pad] bf16).
 inline void launch_mmq_permute(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
-  const int64_t pairs = a.m * (k_pad / 2);
-  const unsigned blocks = static_cast<unsigned>((pairs + 255) / 256);
-  switch (a.x_type) {
-    case FloatType::F32:
-      mmq_permute_activations<float><<<blocks, 256, 0, stream>>>(a, k_pad);
-      break;
-    case FloatType::BF16:
-      mmq_permute_activations<__nv_bfloat16><<<blocks, 256, 0, stream>>>(a, k_pad);
-      break;
-    case FloatType::F16:
-      mmq_permute_activations<__half><<<blocks, 256, 0, stream>>>(a, k_pad);
-      break;
-  }
+  const unsigned blocks = static_cast<unsigned>((a.m * (k_pad / 2) + 255) / 256);
+  visit_activation_type(
+      a.x_type, [&](auto act) { mmq_permute_activations<decltype(act)><<<blocks, 256, 0, stream>>>(a, k_pad); });
   check_launch("mmq (activations)");
 }
 
 // The int8 prologue over a.m rows of a.x into a.workspace (int8 units, mmq_tiling.h).
 template <class Traits>
 void launch_mmq_quantize(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
-  constexpr I8Order kOrder = Traits::kI8Order;
-  const int64_t threads = a.m * (k_pad / 8);
-  const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
-  switch (a.x_type) {
-    case FloatType::F32:
-      mmq_quantize_activations<float, kOrder><<<blocks, 256, 0, stream>>>(a, k_pad);
-      break;
-    case FloatType::BF16:
-      mmq_quantize_activations<__nv_bfloat16, kOrder><<<blocks, 256, 0, stream>>>(a, k_pad);
-      break;
-    case FloatType::F16:
-      mmq_quantize_activations<__half, kOrder><<<blocks, 256, 0, stream>>>(a, k_pad);
-      break;
-  }
+  const unsigned blocks = static_cast<unsigned>((a.m * (k_pad / 8) + 255) / 256);
+  visit_activation_type(a.x_type, [&](auto act) {
+    mmq_quantize_activations<decltype(act), Traits::kI8Order><<<blocks, 256, 0, stream>>>(a, k_pad);
+  });
   check_launch("mmq (int8 activations)");
 }
 

@@ -66,8 +66,8 @@ constexpr bool mmq_int8_form() {
     return false;
 }
 
-// The token tiles of the int8 path (16 .. 64: its two int32 fragment sets and the float32 sums
-// fit the registers there).
+// The token tiles of the int8 path (16 .. 64: its int32 fragment and the float32 sums fit the
+// registers there).
 inline constexpr int kMmqInt8MaxTile = 64;
 
 // The token tiles the kernels have instances of: f(std::integral_constant<int, T>{}) for the tile
@@ -108,13 +108,6 @@ inline int mmq_blocks_per_sm(QuantType t, int tokens, bool int8 = false) {
     });
   });
   return blocks;
-}
-
-// Whether the int8 path has a kernel for type t at `tokens`-token tiles.
-inline bool mmq_int8_supported(QuantType t, int tokens) {
-  bool ok = false;
-  visit_weight_type(t, [&](auto traits) { ok = mmq_int8_form<decltype(traits)>() && tokens <= kMmqInt8MaxTile; });
-  return ok && visit_token_tile(tokens, [](auto) {});
 }
 
 }  // namespace lowbit::cuda_detail

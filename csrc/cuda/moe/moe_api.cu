@@ -240,13 +240,9 @@ void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStrea
   a.block_experts = routing.block_experts;
   a.num_padded = routing.num_padded;
   a.block_size = routing.block_size;
-  LOWBIT_CHECK(proj.math == MmvqMath::kAuto || proj.math == MmvqMath::kBf16 || proj.math == MmvqMath::kInt8,
-               "math (proj.math): unknown arithmetic ", static_cast<int>(proj.math), " (kAuto, kBf16, kInt8)");
+  check_mmq_math(proj.type, proj.math, "moe_batched (proj.math)");
   a.batched_int8 = proj.math == MmvqMath::kInt8 ||
                    (proj.math == MmvqMath::kAuto && moe_batched_int8(proj.type, routing.block_size, device_facts()));
-  LOWBIT_CHECK(!a.batched_int8 || mmq_int8_supported(proj.type), "math (proj.math): int8 needs a type whose int8 ",
-               "form scales 32 weights at a time (every I-quant but iq1_m, iq2_xs, iq2_s; q5_0, q8_0, mxfp4, ",
-               "mxfp4_split); got ", type_name(proj.type));
   // a device fact and the block size, not the workspace (which is 0 without pairs)
   const bool grouped = grouped_mmq_runs(routing.block_size);
   LOWBIT_CHECK(!a.batched_int8 || (grouped && routing.block_size <= cuda_detail::kMmqInt8MaxTile),

@@ -56,16 +56,10 @@ inline constexpr LaneRow kLaneRows[] = {
     {kAnyType, 4, W::kBoth, {1, 1, false}, &kFourTokens},
 };
 
-// The pairs modes: a pair's row is short (K = 2048 is 64 sub-blocks, two rounds of one warp), so
-// that with the dense one-token shapes (one or two rows per item) the per-item work (the pair's
-// expert, the row pointers, the warp sums, the store) weighed about as much as the decode: ncu of
-// cf7270e, IQ4_XS at 8 tokens, 0.70 issued warps per scheduler at 1.5 TB/s. Four rows per item,
-// one-warp teams: four loads in flight per lane (NOTES.md, "MoE vector items of four rows";
-// measured for IQ2_XXS, IQ3_S, IQ4_XS). IQ1_M (its aligned-words kernel) and Q5_0 spilled 48-92
-// bytes at four rows and 64 registers: two rows, not measured. Still spilling (ptxas, sm_90a):
-// the byte-read instances of IQ3_S (56-72 bytes; its rows read as aligned words wherever they
-// hold an even number of blocks) and of IQ1_M's plain mode (56 bytes; its 56-byte blocks leave
-// every row of a contiguous weight 4-byte aligned, so the words kernel serves).
+// The pairs modes: a pair's row is short (K = 2048 is two rounds of one warp), so with the dense
+// one-token shapes the per-item work (the pair's expert, row pointers, warp sums, store) weighs
+// about as much as the decode; four rows per item keep four loads in flight per lane. IQ1_M and
+// Q5_0 spilled at four rows: two, not measured (NOTES.md, "MoE vector items of four rows").
 inline constexpr Provenance kMoePairs20261201{"H200", "d7cd5a6", "2026-12-01"};  // against cf7270e
 inline constexpr LanePairsRow kLanePairsRows[] = {
     {Q::IQ1_M, 2, 1, 1, nullptr},
@@ -102,9 +96,8 @@ inline constexpr MmqRangeRow kMmqRangeRows[] = {
     {9, 17, 128, &kMmq20261201},
 };
 
-// MMQ's int8 path against its bf16 path (N=4096 K=14336, M = 16 .. 128, six I-quants; moe_proj at
-// 128 and 512 tokens): the nibble formats' int8 decode saves the bf16 render, 24-29% at 16 tokens
-// and 10-17% at 32; from 64 tokens, and for the grid formats at any tile, the scaling of every
+// MMQ's int8 path against its bf16 path: the nibble formats' int8 decode saves the bf16 render
+// at 16- and 32-token tiles; from 64 tokens, and for the grid formats, the float32 scaling of every
 // 32-weight run costs more than it saves (NOTES.md, "the int8 path of MMQ").
 inline constexpr Provenance kMmqInt8_20261202{"H200", "0b77c99", "2026-12-02"};
 inline constexpr MmqInt8Row kMmqInt8Rows[] = {
