@@ -481,7 +481,7 @@ def test_batched_int8_names_its_rules() -> None:
     with pytest.raises(ValueError, match='math: "int8" moe_batched needs a type whose int8 form'):
         moe_batched(x, w, QuantType.IQ2_XS, moe_align(ids, 4, 16), 2, 16, math="int8")
     w, _ = random_weight(QuantType.IQ4_NL, 64, 512, rng, experts=4, device=dev())
-    with pytest.raises((ValueError, RuntimeError), match="proj.math: int8 runs on the grouped MMQ kernel"):
+    with pytest.raises((ValueError, RuntimeError), match=r"math \(proj.math\): int8 runs on the grouped MMQ kernel"):
         moe_batched(x, w, QuantType.IQ4_NL, moe_align(ids, 4, 128), 2, 16, math="int8")
 
 
