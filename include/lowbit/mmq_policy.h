@@ -45,7 +45,8 @@ bool mmq_int8_supported(QuantType t);
 void check_mmq_math(QuantType t, MmvqMath math, const char* op);
 
 // Whether math kAuto runs type t's `tokens_per_tile`-token tiles on the int8 path (the measured
-// tuning rows of sm_90: the nibble formats IQ4_XS, IQ4_NL and IQ1_S up to 32-token tiles). The
+// tuning rows of sm_90: the nibble formats IQ4_XS, IQ4_NL and IQ1_S up to 32-token tiles, the grid
+// formats IQ2_XXS, IQ3_XXS and IQ3_S at 16-token tiles). The
 // grouped MoE kernel (moe_batched, the fused layer's batched path) follows the same rule.
 bool mmq_int8_by_default(QuantType t, int tokens_per_tile);
 

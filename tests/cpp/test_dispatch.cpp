@@ -108,7 +108,9 @@ TEST(MmqPolicy, Int8ArithmeticTypesTilesAndWorkspace) {
   EXPECT_TRUE(select_mmq_config(QuantType::IQ4_XS, 32, 4096, 14336, h200).int8);
   EXPECT_TRUE(select_mmq_config(QuantType::IQ1_S, 9, 4096, 14336, h200).int8);
   EXPECT_FALSE(select_mmq_config(QuantType::IQ4_XS, 33, 4096, 14336, h200).int8);
-  EXPECT_FALSE(select_mmq_config(QuantType::IQ2_XXS, 16, 4096, 14336, h200).int8);
+  EXPECT_TRUE(select_mmq_config(QuantType::IQ2_XXS, 16, 4096, 14336, h200).int8);
+  EXPECT_FALSE(select_mmq_config(QuantType::IQ2_XXS, 17, 4096, 14336, h200).int8);
+  EXPECT_FALSE(select_mmq_config(QuantType::IQ2_S, 16, 4096, 14336, h200).int8);  // 16-weight scales
   EXPECT_FALSE(select_mmq_config(QuantType::IQ4_XS, 16, 4096, 14336, h200, MmvqMath::kBf16).int8);
   EXPECT_TRUE(mmq_int8_by_default(QuantType::IQ4_NL, 32));
   EXPECT_FALSE(mmq_int8_by_default(QuantType::IQ4_NL, 64));

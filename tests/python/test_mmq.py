@@ -145,7 +145,7 @@ def test_mmq_split_k_and_token_tiles(m: int) -> None:
     n, k = 130, 8192
     w, s = random_weight(q, n, k, rng, device=torch.device("cuda"))
     x = torch.randn(m, k, device="cuda", dtype=torch.float32)
-    y = torch.ops.lowbit.mmq(x, w, int(q), scales=s)
+    y = torch.ops.lowbit.mmq(x, w, int(q), scales=s, math="bf16")
     err = rel_err(y, _exact(x, w, q, s))
     record_error("bf16_mmq_exact", f"split K M={m}", err)
     assert err < EXACT_BOUND, f"M={m}: rel err {err:.3g}"
@@ -196,13 +196,13 @@ def test_mmq_weight_beyond_2_31_elements() -> None:
 @pytest.mark.parametrize("qtype", [QuantType.IQ4_XS, QuantType.IQ1_S, QuantType.IQ2_XXS], ids=lambda q: q.type_name)
 def test_mmq_auto_arithmetic_is_the_measured_one(qtype: QuantType, m: int) -> None:
     """math="auto" takes the int8 path where it was measured faster (the nibble formats IQ4_XS,
-    IQ4_NL, IQ1_S at tiles of 16 and 32 tokens), bf16 elsewhere; bit for bit the named path, and
-    the plan says which."""
+    IQ4_NL, IQ1_S at tiles of 16 and 32 tokens, the grid formats at 16), bf16 elsewhere; bit for bit
+    the named path, and the plan says which."""
     rng = np.random.default_rng(fresh_seed())
     n, k = 264, 1024
     w, s = random_weight(qtype, n, k, rng, device=torch.device("cuda"))
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    int8 = qtype != QuantType.IQ2_XXS and m <= 32
+    int8 = m <= (16 if qtype == QuantType.IQ2_XXS else 32)
     named = torch.ops.lowbit.mmq(x, w, int(qtype), scales=s, math="int8" if int8 else "bf16")
     assert torch.equal(torch.ops.lowbit.mmq(x, w, int(qtype), scales=s), named)
     plan = lowbit.select_kernel(qtype, m, n, k, torch.device("cuda"), kernel="mmq")
