@@ -38,13 +38,20 @@ namespace {
 // The kernel a call runs when the caller forces none: the CPU reference without a GPU, MMQ in its
 // measured range where the device runs it, MMVQ up to the measured limit, dequantize + bf16 GEMM
 // above it.
-DenseKernel choose(QuantType t, int64_t m, const DeviceFacts& device, std::ostringstream& why) {
+DenseKernel choose(QuantType t, int64_t m, const DeviceFacts& device, MmvqMath math, std::ostringstream& why) {
   if (device.compute_major == 0) {
     why << "no GPU: the CPU decodes the weight and multiplies with torch's CPU GEMM";
     return DenseKernel::kCpuReference;
   }
   if (device.mmq && tuning::mmq_serves(m, device.compute_major)) {
     why << "M = " << m << " in the measured MMQ range on sm_" << device.compute_major << device.compute_minor;
+    return DenseKernel::kMmq;
+  }
+  const int int8_from = tuning::mmq_int8_dense_min_tokens(t);
+  if (device.mmq && device.compute_major == 9 && math == MmvqMath::kAuto && int8_from > 0 && m >= int8_from &&
+      m <= kMmvqMaxTokens && mmq_int8_by_default(t, 16)) {
+    why << "M = " << m << " >= " << int8_from << ": MMQ's int8 path ahead of MMVQ for " << type_name(t) << " on sm_"
+        << device.compute_major << device.compute_minor;
     return DenseKernel::kMmq;
   }
   const int limit = mmvq_max_tokens(t, device);
@@ -84,7 +91,7 @@ Plan plan_linear(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts
     p.kernel = *options.kernel;
     why << "kernel \"" << dense_kernel_name(p.kernel) << "\" forced by the caller";
   } else {
-    p.kernel = choose(t, m, device, why);
+    p.kernel = choose(t, m, device, options.math, why);
   }
   if (p.kernel == DenseKernel::kMmvq && m == 0) {
     why << ": no tokens, nothing to run";  // an empty call: no pass, no workspace

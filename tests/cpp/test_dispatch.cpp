@@ -63,7 +63,13 @@ TEST(Dispatch, NamesAndErrors) {
 TEST(Dispatch, MmqServesItsMeasuredRangeWhereItRuns) {
   DeviceFacts h200{9, 0, 132};
   h200.mmq = true;
-  EXPECT_EQ(select_dense(QuantType::IQ4_XS, 16, 4096, 14336, h200).kernel, DenseKernel::kMmvq);
+  EXPECT_EQ(select_dense(QuantType::IQ2_XXS, 16, 4096, 14336, h200).kernel, DenseKernel::kMmvq);
+  // the nibble formats' int8 MMQ from 9 tokens (math auto); bf16 asked for: MMVQ as before
+  EXPECT_EQ(select_dense(QuantType::IQ4_XS, 9, 4096, 14336, h200).kernel, DenseKernel::kMmq);
+  EXPECT_EQ(select_dense(QuantType::IQ4_XS, 8, 4096, 14336, h200).kernel, DenseKernel::kMmvq);
+  PlanOptions bf16;
+  bf16.math = MmvqMath::kBf16;
+  EXPECT_EQ(plan_linear(QuantType::IQ4_XS, 16, 4096, 14336, h200, bf16).kernel, DenseKernel::kMmvq);
   EXPECT_EQ(select_dense(QuantType::IQ4_XS, 17, 4096, 14336, h200).kernel, DenseKernel::kMmq);
   EXPECT_EQ(select_dense(QuantType::IQ1_M, 128, 4096, 14336, h200).kernel, DenseKernel::kMmq);
   EXPECT_EQ(select_dense(QuantType::IQ4_XS, 129, 4096, 14336, h200).kernel, DenseKernel::kDequantMatmul);

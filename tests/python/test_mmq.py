@@ -223,6 +223,12 @@ def test_linear_routes_to_mmq_in_its_measured_range() -> None:
     n, k = 300, 2048
     assert lowbit.select_kernel(q, 32, n, k, torch.device("cuda"))["kernel"] == "mmq"
     assert lowbit.select_kernel(q, 16, n, k, torch.device("cuda"))["kernel"] == "mmvq"
+    # the nibble formats' int8 MMQ from 9 tokens (math auto); bf16 asked for keeps MMVQ
+    for m in (9, 16):
+        plan = lowbit.select_kernel(QuantType.IQ4_XS, m, n, k, torch.device("cuda"))
+        assert plan["kernel"] == "mmq" and plan["mmq"]["math"] == "int8", plan
+    assert lowbit.select_kernel(QuantType.IQ4_XS, 8, n, k, torch.device("cuda"))["kernel"] == "mmvq"
+    assert lowbit.select_kernel(QuantType.IQ4_XS, 12, n, k, torch.device("cuda"), math="bf16")["kernel"] == "mmvq"
     w, s = random_weight(q, n, k, np.random.default_rng(fresh_seed()), device=torch.device("cuda"))
     x = torch.randn(32, k, device="cuda", dtype=torch.bfloat16)
     assert torch.equal(lowbit.linear(x, w, q), torch.ops.lowbit.mmq(x, w, int(q)))

@@ -97,14 +97,17 @@ inline constexpr MmqRangeRow kMmqRangeRows[] = {
 };
 
 // MMQ's int8 path against its bf16 path: the nibble formats' int8 decode saves the bf16 render
-// at 16- and 32-token tiles; from 64 tokens, and for the grid formats, the float32 scaling of every
-// 32-weight run costs more than it saves (NOTES.md, "the int8 path of MMQ").
+// at 16- and 32-token tiles; from 64 tokens, and for the grid formats from 32, the float32 scaling
+// of every 32-weight run costs more than it saves (NOTES.md, "the int8 path of MMQ").
 inline constexpr Provenance kMmqInt8_20261202{"H200", "0b77c99", "2026-12-02"};
 // The grid formats gain 2-3% at 16-token tiles (dense) and 1-5% in the grouped kernel's 16-row
-// blocks (moe_proj T=128), and lose from 32 on.
+// blocks (moe_proj T=128), and lose from 32 on. The nibble formats' dense_min_tokens: at 16 tokens
+// their int8 MMQ beat the bf16 MMVQ by 14-15%, both nearly flat in M from 9 to 16 tokens (one
+// 16-token tile, one m16 MMA); 9 to 15 measured in the run named by the benchmark CSV.
 inline constexpr MmqInt8Row kMmqInt8Rows[] = {
-    {Q::IQ4_XS, 32, &kMmqInt8_20261202},  {Q::IQ4_NL, 32, &kMmqInt8_20261202},  {Q::IQ1_S, 32, &kMmqInt8_20261202},
-    {Q::IQ2_XXS, 16, &kMmqInt8_20261202}, {Q::IQ3_XXS, 16, &kMmqInt8_20261202}, {Q::IQ3_S, 16, &kMmqInt8_20261202},
+    {Q::IQ4_XS, 32, 9, &kMmqInt8_20261202},  {Q::IQ4_NL, 32, 9, &kMmqInt8_20261202},
+    {Q::IQ1_S, 32, 9, &kMmqInt8_20261202},   {Q::IQ2_XXS, 16, 0, &kMmqInt8_20261202},
+    {Q::IQ3_XXS, 16, 0, &kMmqInt8_20261202}, {Q::IQ3_S, 16, 0, &kMmqInt8_20261202},
 };
 
 // The vector path (the lane kernel's pairs modes, items of four rows) against the grouped MMQ

@@ -59,6 +59,14 @@ constexpr bool mmq_int8_by_default(QuantType t, int tile) {
   return false;
 }
 
+// The smallest M the dense dispatcher runs type t on MMQ's int8 path (math auto) when that lies below
+// MMQ's common range; 0 where none does.
+constexpr int mmq_int8_dense_min_tokens(QuantType t) {
+  for (const MmqInt8Row& row : sm90::kMmqInt8Rows)
+    if (row.type == t) return row.dense_min_tokens;
+  return 0;
+}
+
 // The MoE vector limit on a GPU of this major architecture; `measured` as mmvq_max_tokens gives it
 // (nullptr: the provisional 16 of a GPU never measured, where a batched block holds about one pair).
 constexpr int moe_vector_max_tokens(int compute_major, const Provenance** measured = nullptr) {

@@ -89,10 +89,12 @@ struct MmqRangeRow {
 };
 
 // Where MMQ's int8 path (math auto) replaces its bf16 one: type at token tiles up to max_tile (the
-// dense kernel and the grouped MoE kernel share the mainloop).
+// dense kernel and the grouped MoE kernel share the mainloop). dense_min_tokens > 0: the dense
+// dispatcher runs it from that many tokens on, below MMQ's common range (where MMVQ runs else).
 struct MmqInt8Row {
   QuantType type;
   int max_tile;
+  int dense_min_tokens;
   const Provenance* measured;
 };
 
