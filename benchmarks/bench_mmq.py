@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Prefill benchmark on one GPU (shared/docs/BENCHMARKS.md): lowbit's MMQ beside dequantize +
-torch.matmul (bf16), torch.matmul on the pre-dequantized bf16 weight (cuBLAS) and `auto` (what
-lowbit.linear picks), same process, same shapes, weights rotating through >= 288 MB, fresh random
-bf16 activations, every timed output checked against float64 (rel_err). Times are medians of
-CUDA-graph replays (`plain_us`: plain launches). Writes mmq-<date>-<commit>.csv and a summary
-against the issue's targets and ggml's MMQ (ANCHORS.md).
+"""Prefill benchmark on one GPU (shared/docs/BENCHMARKS.md): lowbit's MMQ beside MMVQ (M <= 16),
+dequantize + torch.matmul (bf16), torch.matmul on the pre-dequantized bf16 weight (cuBLAS) and
+`auto` (what lowbit.linear picks), same process, same shapes, weights rotating through >= 288 MB,
+fresh random bf16 activations, every timed output checked against float64 (rel_err). Times are
+medians of CUDA-graph replays (`plain_us`: plain launches). Writes mmq-<date>-<commit>.csv and a
+summary against the issue's targets and ggml's MMQ (ANCHORS.md).
 
 Usage: python benchmarks/bench_mmq.py --out DIR [--types iq4_xs,...] [--m 16,32,...] [--shapes 4096x14336,...]
 """
@@ -59,6 +59,9 @@ def bench_shape(q: lowbit.QuantType, n: int, k: int, ms: list[int], rows: bd.Row
             err = rel_err(mmq(x, 0, "int8"), ref)
             note = "int8 wgmma, activations int8 per 32 weights (math=int8)"
             results[key + ("mmq_int8",)] = row("mmq_int8", timed, err, note)
+        if m <= 16:  # MMVQ's range: the kernel MMQ replaces there
+            timed = bd.time_calls(lambda r, x=x: rw.mmvq(x, r), calls, args.iters)
+            results[key + ("mmvq",)] = row("mmvq", timed, rel_err(rw.mmvq(x, 0), ref), "MMVQ (math auto)")
         timed = bd.time_calls(lambda r, x=x: torch.matmul(x, rw.dequantize(r).T), calls, args.iters)
         err = rel_err(torch.matmul(x, rw.dequantize(0).T), ref)
         results[key + ("dequant_matmul",)] = row("dequant_matmul", timed, err, "lowbit.dequantize + torch.matmul")
@@ -115,7 +118,10 @@ def summary(results: dict, types: list[str], shapes: list[tuple[int, int]], ms: 
                 t8 = results.get((name, n, k, m, "mmq_int8"))
                 if t8 is not None:
                     cell += f" int8 {t8:.1f}" + (f" ({g / t8:.2f}x ggml)" if g else "")
-                kernels = [results.get((name, n, k, m, kk)) for kk in ("mmq", "mmq_int8", "dequant_matmul")]
+                tv = results.get((name, n, k, m, "mmvq"))
+                if tv is not None:
+                    cell += f" mmvq {tv:.1f}"
+                kernels = [results.get((name, n, k, m, kk)) for kk in ("mmq", "mmq_int8", "mmvq", "dequant_matmul")]
                 fastest = min(v for v in kernels if v is not None)
                 a = results.get((name, n, k, m, "auto"))
                 if a is not None:
