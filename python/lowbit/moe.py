@@ -66,7 +66,8 @@ def moe_block_size(pairs: int, experts: int, device: torch.device | str | None =
 def moe_batched_int8(qtype: QTypeLike, block_size: int, device: torch.device | str | None = None) -> bool:
     """Whether moe_batched (math "auto") and fused_moe's batched path multiply type `qtype` in
     int8 at routing blocks of `block_size` on `device`: the grouped MMQ kernel (Hopper) where its
-    int8 path was measured faster (IQ4_XS, IQ4_NL, IQ1_S up to 32-row blocks), else bf16."""
+    int8 path was measured faster (IQ4_XS, IQ4_NL, IQ1_S up to 32-row blocks; IQ2_XXS, IQ3_XXS,
+    IQ3_S at 16-row blocks), else bf16."""
     dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return bool(torch.ops.lowbit.moe_batched_int8(int(as_quant_type(qtype)), int(block_size), dev))
 

@@ -110,7 +110,8 @@ TEST(MmqPolicy, TilesSplitsAndWorkspace) {
 
 TEST(MmqPolicy, Int8ArithmeticTypesTilesAndWorkspace) {
   const DeviceFacts h200{9, 0, 132};
-  // auto: int8 where measured faster (the nibble formats up to 32-token tiles), else bf16
+  // auto: int8 where measured faster (the nibble formats up to 32-token tiles, three grid formats at
+  // 16), else bf16
   EXPECT_TRUE(select_mmq_config(QuantType::IQ4_XS, 32, 4096, 14336, h200).int8);
   EXPECT_TRUE(select_mmq_config(QuantType::IQ1_S, 9, 4096, 14336, h200).int8);
   EXPECT_FALSE(select_mmq_config(QuantType::IQ4_XS, 33, 4096, 14336, h200).int8);

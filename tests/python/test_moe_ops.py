@@ -12,7 +12,7 @@ from _helpers import random_weight, rel_err
 from _kernel_arithmetic import moe_vec_activations
 from lowbit import QuantType
 from lowbit.compat_moe import ggml_moe_a8, ggml_moe_a8_vec, ggml_moe_get_block_size
-from lowbit.moe import moe_align, moe_batched, moe_batched_int8, moe_layer, moe_vec
+from lowbit.moe import moe_align, moe_batched, moe_batched_int8, moe_block_size, moe_layer, moe_vec
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 # CPU: float32 GEMM on the exactly decoded weights. CUDA: activations rounded to bf16 (and the
@@ -199,9 +199,14 @@ def test_moe_layer_names_its_kernel(device, rng: np.random.Generator) -> None:
     weights = torch.rand(tokens, top_k, device=device)
     kw = {"w13_type": QuantType.IQ4_XS, "w2_type": QuantType.IQ2_XXS}
     ref = lowbit.fused_moe(x.cpu(), w13.cpu(), w2.cpu(), weights.cpu(), ids.cpu(), **kw)
+    # the batched path multiplies in int8 where the grouped MMQ's int8 path was measured faster for
+    # a projection's type at the layer's routing block: then it has the int8 MMVQ's bound
+    block = moe_block_size(tokens * top_k, experts, device)
+    batched_int8 = device == "cuda" and any(moe_batched_int8(t, block, device) for t in kw.values())
     for kernel in ["auto"] + (["moe_vec", "moe_batched"] if device == "cuda" else []):
         out = moe_layer(x, w13, w2, weights, ids, route=kernel, **kw)
-        assert rel_err(out, ref) < (BOUND if kernel == "moe_batched" else VEC_LAYER_BOUND)[device], kernel
+        bf16_bound = kernel == "moe_batched" and not batched_int8
+        assert rel_err(out, ref) < (BOUND if bf16_bound else VEC_LAYER_BOUND)[device], kernel
     with pytest.raises(ValueError, match="kernel"):
         moe_layer(x, w13, w2, weights, ids, route="mmq", **kw)
     if device == "cpu":

@@ -101,12 +101,13 @@ inline constexpr MmqRangeRow kMmqRangeRows[] = {
 // of every 32-weight run costs more than it saves (NOTES.md, "the int8 path of MMQ").
 inline constexpr Provenance kMmqInt8_20261202{"H200", "0b77c99", "2026-12-02"};
 // The grid formats gain 2-3% at 16-token tiles (dense) and 1-5% in the grouped kernel's 16-row
-// blocks (moe_proj T=128), and lose from 32 on. The nibble formats' dense_min_tokens: at 16 tokens
-// their int8 MMQ beat the bf16 MMVQ by 14-15%, both nearly flat in M from 9 to 16 tokens (one
-// 16-token tile, one m16 MMA); 9 to 15 measured in the run named by the benchmark CSV.
+// blocks (moe_proj T=128), and lose from 32 on. The nibble formats' dense_min_tokens: from 9 to 16
+// tokens their int8 MMQ runs 15-17% ahead of the MMVQ that served there (both nearly flat in M: one
+// 16-token tile, one m16 MMA against one MMVQ pass).
+inline constexpr Provenance kMmqInt8From9{"H200", "ed2c210", "2026-12-02"};
 inline constexpr MmqInt8Row kMmqInt8Rows[] = {
-    {Q::IQ4_XS, 32, 9, &kMmqInt8_20261202},  {Q::IQ4_NL, 32, 9, &kMmqInt8_20261202},
-    {Q::IQ1_S, 32, 9, &kMmqInt8_20261202},   {Q::IQ2_XXS, 16, 0, &kMmqInt8_20261202},
+    {Q::IQ4_XS, 32, 9, &kMmqInt8From9},      {Q::IQ4_NL, 32, 9, &kMmqInt8From9},
+    {Q::IQ1_S, 32, 9, &kMmqInt8From9},       {Q::IQ2_XXS, 16, 0, &kMmqInt8_20261202},
     {Q::IQ3_XXS, 16, 0, &kMmqInt8_20261202}, {Q::IQ3_S, 16, 0, &kMmqInt8_20261202},
 };
 
