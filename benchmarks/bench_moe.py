@@ -186,7 +186,7 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
             def batched(r: int) -> torch.Tensor:
                 return moe_batched(x, ws[r], q, moe_align(ids, E, block), top_k, T * top_k)  # noqa: B023
 
-            # the dispatcher's choice for a layer of this projection's shape (the vector limit is in tokens)
+            # the dispatcher's choice for a layer of this projection's shape (its vector limit: pairs per expert)
             auto = select_moe_kernel(q, q, T, E, top_k, K, N, "cuda")
             calls = {
                 "moe_vec": lambda r: moe_vec(x, ws[r], q, ids, top_k),  # noqa: B023

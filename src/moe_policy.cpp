@@ -36,8 +36,8 @@ MoeKernel parse_moe_kernel(const std::string& name, const char* arg) {
   detail::fail(arg, ": unknown MoE kernel \"", name, "\" (auto, moe_vec, moe_batched)");
 }
 
-int64_t moe_vector_max_tokens(const MoeShape&, const DeviceFacts& device) {
-  return tuning::moe_vector_max_tokens(device.compute_major);
+int64_t moe_vector_max_tokens(const MoeShape& shape, const DeviceFacts& device) {
+  return tuning::moe_vector_max_tokens(device.compute_major, shape.experts, shape.top_k);
 }
 
 int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device) {
@@ -94,9 +94,12 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
   p.blocks = (p.sorted_capacity + p.block_size - 1) / p.block_size;
   p.segments = (p.pairs + kMoeRoutingSegment - 1) / kMoeRoutingSegment;
   const int64_t limit = moe_vector_max_tokens(s, device);
-  const tuning::Provenance* measured = nullptr;
-  tuning::moe_vector_max_tokens(device.compute_major, &measured);
-  const char* const source = measured != nullptr ? "measured" : "provisional";
+  const tuning::MoeVectorLimitRow* const row = tuning::moe_vector_limit_row(device.compute_major);
+  std::ostringstream source;  // where the limit comes from
+  if (row != nullptr)
+    source << "measured vector limit: pairs per local expert below " << row->batched_pairs_per_expert;
+  else
+    source << "provisional vector limit";
   std::ostringstream why;
   if (force != nullptr) {
     LOWBIT_CHECK(*force == MoeKernel::kVector || *force == MoeKernel::kBatched, "kernel: unknown MoeKernel value ",
@@ -105,13 +108,13 @@ MoePlan plan_moe(const MoeShape& s, bool x_is_bf16, const DeviceFacts& device, c
     why << moe_kernel_name(p.kernel) << " forced by the caller";
   } else if (s.tokens <= limit) {
     p.kernel = MoeKernel::kVector;
-    why << "T = " << s.tokens << " <= " << limit << " (" << source
-        << " vector limit): one pass per pair over its expert";
+    why << "T = " << s.tokens << " <= " << limit << " (" << source.str() << ", E = " << s.experts
+        << ", top_k = " << s.top_k << "): one pass per pair over its expert";
   } else {
     p.kernel = MoeKernel::kBatched;
-    why << "T = " << s.tokens << " > " << limit << " (" << source
-        << " vector limit): pairs grouped per expert in blocks of " << p.block_size
-        << ", bf16 tensor-core tiles over decoded weight tiles";
+    why << "T = " << s.tokens << " > " << limit << " (" << source.str() << ", E = " << s.experts
+        << ", top_k = " << s.top_k << "): pairs grouped per expert in blocks of " << p.block_size
+        << ", tensor-core tiles over decoded weight tiles";
   }
   p.grouped_mmq = p.kernel == MoeKernel::kBatched && device.mmq;
   if (p.grouped_mmq) why << " (grouped MMQ, token tile " << p.block_size << ")";

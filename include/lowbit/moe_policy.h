@@ -79,8 +79,9 @@ struct MoePlan {
 // Pairs one routing block ranks (its histogram is per segment).
 inline constexpr int kMoeRoutingSegment = 256;
 
-// Largest token count the vector kernel serves in `plan_moe`'s automatic choice on this device
-// (a tuning row where measured, csrc/cuda/tuning/; a provisional default elsewhere).
+// Largest token count the vector kernel serves in `plan_moe`'s automatic choice for the shape's local
+// experts and top_k on this device: where a tuning row was measured (csrc/cuda/tuning/), the tokens
+// whose pairs stay below its pairs per local expert; a provisional token count elsewhere.
 int64_t moe_vector_max_tokens(const MoeShape& shape, const DeviceFacts& device);
 
 // The routing block size of the batched kernel for `pairs` pairs over E experts on `device`: where

@@ -87,7 +87,6 @@ inline constexpr MmvqLimitRow kMmvqLimitRows[] = {
 };
 
 inline constexpr Provenance kMmq20261201{"H200", "686ba1c", "2026-12-01"};
-inline constexpr Provenance kMoe20261201d7cd5a6{"H200", "d7cd5a6", "2026-12-01"};
 
 // MMQ against MMVQ and dequantize + cuBLAS, N=4096 K=14336, the nine I-quants: MMVQ ahead up to 16
 // tokens, MMQ from 17 to 128, cuBLAS from 512; 129 to 511 not measured, cuBLAS keeps them
@@ -113,11 +112,13 @@ inline constexpr MmqInt8Row kMmqInt8Rows[] = {
 
 // The vector path (the lane kernel's pairs modes, items of four rows) against the grouped MMQ
 // (moe_proj E=128, top-8, N=768, K=2048 for iq2_xxs, iq3_s, iq4_xs; moe_layer Qwen3-30B-A3B and
-// DeepSeek-like): the vector kernel ahead at 32 tokens everywhere (the layers by 31% and 61%),
-// the batched one ahead at 128 (2.5x, 1.7x); 33 to 127 not measured (NOTES.md, "MoE vector
-// items of four rows").
+// DeepSeek-like, E=256): at one pair per expert (DeepSeek-like, 32 tokens) the vector kernel leads
+// by 30%; at two (Qwen3 and moe_proj, 32 tokens) the batched one leads or trails by at most 6%
+// since the int8 and two-block tiles; at four and more the batched one (NOTES.md, "vector limit by
+// pairs per expert").
+inline constexpr Provenance kMoeVectorLimit20261202{"H200", "bf11440+9f8b626", "2026-12-02"};
 inline constexpr MoeVectorLimitRow kMoeVectorLimitRows[] = {
-    {9, 32, &kMoe20261201d7cd5a6},
+    {9, 2, &kMoeVectorLimit20261202},
 };
 
 }  // namespace lowbit::tuning::sm90

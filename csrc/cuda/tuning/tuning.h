@@ -67,16 +67,20 @@ constexpr int mmq_int8_dense_min_tokens(QuantType t) {
   return 0;
 }
 
-// The MoE vector limit on a GPU of this major architecture; `measured` as mmvq_max_tokens gives it
-// (nullptr: the provisional 16 of a GPU never measured, where a batched block holds about one pair).
-constexpr int moe_vector_max_tokens(int compute_major, const Provenance** measured = nullptr) {
+// The MoE vector limit's tuning row of a GPU of this major architecture; nullptr where never
+// measured.
+constexpr const MoeVectorLimitRow* moe_vector_limit_row(int compute_major) {
   for (const MoeVectorLimitRow& row : sm90::kMoeVectorLimitRows)
-    if (row.compute_major == compute_major) {
-      if (measured != nullptr) *measured = row.measured;
-      return row.max_tokens;
-    }
-  if (measured != nullptr) *measured = nullptr;
-  return 16;
+    if (row.compute_major == compute_major) return &row;
+  return nullptr;
+}
+
+// The most tokens the MoE vector kernel serves for `experts` local experts and top_k: where
+// measured, the tokens whose pairs stay below the row's pairs per expert; elsewhere the provisional
+// 16 tokens (a batched block then holds about one pair at E = 128, top-8).
+constexpr int64_t moe_vector_max_tokens(int compute_major, int64_t experts, int64_t top_k) {
+  const MoeVectorLimitRow* row = moe_vector_limit_row(compute_major);
+  return row != nullptr ? (row->batched_pairs_per_expert * experts - 1) / top_k : 16;
 }
 
 }  // namespace lowbit::tuning

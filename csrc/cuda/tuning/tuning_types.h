@@ -100,9 +100,12 @@ struct MmqInt8Row {
 
 // The MoE planner's vector limit: the vector kernel serves up to max_tokens tokens on GPUs of this
 // major architecture, the batched one above.
+// Where the MoE vector kernel hands over to the batched one: from batched_pairs_per_expert routed
+// pairs per local expert (the vector kernel reads an expert once per pair, the batched one once per
+// routing block, so their ratio follows the pairs per expert rather than the token count).
 struct MoeVectorLimitRow {
   int compute_major;
-  int max_tokens;
+  int batched_pairs_per_expert;
   const Provenance* measured;
 };
 
