@@ -13,6 +13,8 @@
 #   AB_MATH: mmq's and moe_batched's arithmetic) on AB_TYPES (default: the nine I-quants) at AB_M
 #   (default 1,2); AB_BUILDS replaces the builds compared
 #   (default "new=python base=ab-base/python"; NAME=DIR,KEY=VALUE sets an environment knob for one).
+#   Carry the ab-* trees on the call that builds them only: a later call that carries them again
+#   replaces the trees (and their builds) there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/lowbit-out}"
