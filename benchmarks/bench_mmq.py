@@ -93,7 +93,10 @@ def bench_bf16(n: int, k: int, ms: list[int], rows: bd.Rows, args, results: dict
 def summary(results: dict, types: list[str], shapes: list[tuple[int, int]], ms: list[int]) -> list[str]:
     lines, miss = [], []
     for n, k in shapes:
-        lines.append(f"N={n} K={k}: mmq us (x vs bf16_matmul; x vs ggml MMQ where known), int8 us | auto/fastest")
+        lines.append(
+            f"N={n} K={k}: mmq us (x vs bf16_matmul; x vs ggml MMQ where known), int8 us, mmvq us (M <= 16) "
+            "| auto/fastest"
+        )
         for name in types:
             cells = []
             for m in ms:

@@ -37,6 +37,8 @@ MoeKernel parse_moe_kernel(const std::string& name, const char* arg) {
 }
 
 int64_t moe_vector_max_tokens(const MoeShape& shape, const DeviceFacts& device) {
+  LOWBIT_CHECK(shape.experts >= 1 && shape.top_k >= 1, "shape: E = ", shape.experts, " and top_k = ", shape.top_k,
+               " must be >= 1");
   return tuning::moe_vector_max_tokens(device.compute_major, shape.experts, shape.top_k);
 }
 

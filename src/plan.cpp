@@ -36,8 +36,9 @@ const char* mmvq_kernel_name(MmvqKernel kernel) {
 namespace {
 
 // The kernel a call runs when the caller forces none: the CPU reference without a GPU, MMQ in its
-// measured range where the device runs it, MMVQ up to the measured limit, dequantize + bf16 GEMM
-// above it.
+// measured range where the device runs it, and below it MMQ's int8 path where that was measured
+// ahead of MMVQ (math auto: the tuning rows' dense_min_tokens) or where int8 is asked for beyond
+// the int8 MMVQ's tokens; MMVQ up to the measured limit, dequantize + bf16 GEMM above it.
 DenseKernel choose(QuantType t, int64_t m, const DeviceFacts& device, MmvqMath math, std::ostringstream& why) {
   if (device.compute_major == 0) {
     why << "no GPU: the CPU decodes the weight and multiplies with torch's CPU GEMM";
@@ -48,10 +49,15 @@ DenseKernel choose(QuantType t, int64_t m, const DeviceFacts& device, MmvqMath m
     return DenseKernel::kMmq;
   }
   const int int8_from = tuning::mmq_int8_dense_min_tokens(t);
-  if (device.mmq && device.compute_major == 9 && math == MmvqMath::kAuto && int8_from > 0 && m >= int8_from &&
-      m <= kMmvqMaxTokens && mmq_int8_by_default(t, 16)) {
+  const bool below_mmq = device.mmq && device.compute_major == 9 && m <= kMmvqMaxTokens;
+  if (below_mmq && math == MmvqMath::kAuto && int8_from > 0 && m >= int8_from && mmq_int8_by_default(t, 16)) {
     why << "M = " << m << " >= " << int8_from << ": MMQ's int8 path ahead of MMVQ for " << type_name(t) << " on sm_"
         << device.compute_major << device.compute_minor;
+    return DenseKernel::kMmq;
+  }
+  if (below_mmq && math == MmvqMath::kInt8 && m > kMmvqInt8MaxTokens && mmq_int8_supported(t)) {
+    why << "M = " << m << " > " << kMmvqInt8MaxTokens << " with int8 asked for: MMQ's int8 path (the int8 MMVQ serves "
+        << "up to " << kMmvqInt8MaxTokens << " tokens)";
     return DenseKernel::kMmq;
   }
   const int limit = mmvq_max_tokens(t, device);

@@ -1,4 +1,4 @@
-// The MoE dispatcher's policy: vector or batched kernel by token count, the tile the batched
+// The MoE dispatcher's policy: vector or batched kernel by pairs per local expert, the tile the batched
 // kernel's routing pads each expert to, and the workspace a fused layer needs. Pure C++ (no CUDA,
 // no torch), so that servers, tests and the torch op size buffers from the same numbers.
 #pragma once

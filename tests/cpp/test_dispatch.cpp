@@ -70,14 +70,30 @@ TEST(Dispatch, MmqServesItsMeasuredRangeWhereItRuns) {
   PlanOptions bf16;
   bf16.math = MmvqMath::kBf16;
   EXPECT_EQ(plan_linear(QuantType::IQ4_XS, 16, 4096, 14336, h200, bf16).kernel, DenseKernel::kMmvq);
+  for (QuantType t : {QuantType::IQ4_NL, QuantType::IQ1_S}) {
+    const Plan p = plan_linear(t, 12, 4096, 14336, h200, PlanOptions{});
+    EXPECT_EQ(p.kernel, DenseKernel::kMmq) << type_name(t);
+    EXPECT_TRUE(p.mmq.int8) << type_name(t);
+  }
+  // int8 asked for past the int8 MMVQ's 8 tokens: MMQ's int8 path where the type has it, else the
+  // int8 MMVQ's error
+  PlanOptions int8;
+  int8.math = MmvqMath::kInt8;
+  const Plan asked = plan_linear(QuantType::IQ2_XXS, 12, 4096, 14336, h200, int8);
+  EXPECT_EQ(asked.kernel, DenseKernel::kMmq);
+  EXPECT_TRUE(asked.mmq.int8);
+  EXPECT_EQ(plan_linear(QuantType::IQ2_XXS, 8, 4096, 14336, h200, int8).kernel, DenseKernel::kMmvq);
+  EXPECT_THROW(plan_linear(QuantType::IQ2_S, 12, 4096, 14336, h200, int8), Error);
   EXPECT_EQ(select_dense(QuantType::IQ4_XS, 17, 4096, 14336, h200).kernel, DenseKernel::kMmq);
   EXPECT_EQ(select_dense(QuantType::IQ1_M, 128, 4096, 14336, h200).kernel, DenseKernel::kMmq);
   EXPECT_EQ(select_dense(QuantType::IQ4_XS, 129, 4096, 14336, h200).kernel, DenseKernel::kDequantMatmul);
   const DeviceFacts no_mmq{9, 0, 132};  // a build without sm_90a kernels
   EXPECT_NE(select_dense(QuantType::IQ4_XS, 64, 4096, 14336, no_mmq).kernel, DenseKernel::kMmq);
+  EXPECT_EQ(select_dense(QuantType::IQ4_XS, 9, 4096, 14336, no_mmq).kernel, DenseKernel::kMmvq);
   DeviceFacts a100{8, 0, 108};
   a100.mmq = true;  // never claimed on other architectures, but the policy must not trust it
   EXPECT_NE(select_dense(QuantType::IQ4_XS, 64, 4096, 14336, a100).kernel, DenseKernel::kMmq);
+  EXPECT_NE(select_dense(QuantType::IQ4_XS, 9, 4096, 14336, a100).kernel, DenseKernel::kMmq);
 }
 
 TEST(MmqPolicy, TilesSplitsAndWorkspace) {

@@ -29,17 +29,21 @@ TEST(MoePolicy, VectorForFewTokensBatchedForMany) {
   const MoePlan many = plan_moe(qwen3(limit + 1), true, kH200);
   EXPECT_EQ(many.kernel, MoeKernel::kBatched);
   // measured on the H200: the batched kernel from two pairs per local expert (E = 128, top-8: 32
-  // tokens; DeepSeek-like E = 256: 64; one expert, top-1: the second token)
+  // tokens; DeepSeek-like E = 256: 64)
   EXPECT_EQ(limit, 31);
   EXPECT_NE(many.reason.find("measured vector limit: pairs per local expert below 2"), std::string::npos)
       << many.reason;
   const MoeShape deepseek{QuantType::IQ3_XXS, QuantType::IQ2_XS, 1, 256, 8, 7168, 2048};
   EXPECT_EQ(moe_vector_max_tokens(deepseek, kH200), 63);
-  EXPECT_EQ(plan_moe(MoeShape{QuantType::IQ4_XS, QuantType::IQ4_XS, 2, 1, 1, 256, 256}, true, kH200).kernel,
-            MoeKernel::kBatched);
-  EXPECT_EQ(plan_moe(MoeShape{QuantType::IQ4_XS, QuantType::IQ4_XS, 1, 1, 1, 256, 256}, true, kH200).kernel,
+  // held within the measured span of 8 to 64 tokens: E = 8, top-2 (7 by pairs) and E = 512, top-1
+  EXPECT_EQ(moe_vector_max_tokens(MoeShape{QuantType::IQ4_XS, QuantType::IQ4_XS, 1, 8, 2, 256, 256}, kH200), 8);
+  EXPECT_EQ(moe_vector_max_tokens(MoeShape{QuantType::IQ4_XS, QuantType::IQ4_XS, 1, 512, 1, 256, 256}, kH200), 64);
+  EXPECT_EQ(plan_moe(MoeShape{QuantType::IQ4_XS, QuantType::IQ4_XS, 8, 1, 1, 256, 256}, true, kH200).kernel,
             MoeKernel::kVector);
-  const DeviceFacts a100{8, 0, 108};  // never measured: the provisional limit
+  EXPECT_EQ(plan_moe(MoeShape{QuantType::IQ4_XS, QuantType::IQ4_XS, 9, 1, 1, 256, 256}, true, kH200).kernel,
+            MoeKernel::kBatched);
+  EXPECT_THROW(moe_vector_max_tokens(MoeShape{}, kH200), Error);  // E and top_k 0
+  const DeviceFacts a100{8, 0, 108};                              // never measured: the provisional limit
   EXPECT_EQ(moe_vector_max_tokens(qwen3(1), a100), 16);
   EXPECT_NE(plan_moe(qwen3(17), true, a100).reason.find("provisional"), std::string::npos);
   const MoeKernel forced = MoeKernel::kBatched;

@@ -266,7 +266,8 @@ def test_linear_dispatch_on_a_side_stream(qtype: QuantType, rng: np.random.Gener
     wf = lowbit.dequantize(w, qtype, scales=s).double()
     wd, sd = w.to(dev), None if s is None else s.to(dev)
     stream = torch.cuda.Stream(device=dev)
-    # one and two MMVQ passes (MMQ from 17 tokens where it runs), then dequantize + bf16 GEMM
+    # one and two MMVQ passes (MMQ from 17 tokens where it runs, its int8 path from 9 for the nibble
+    # formats), then dequantize + bf16 GEMM
     mmq = lowbit.capabilities()["types"][qtype.type_name]["kernels"]["cuda_mmq"] and torch.cuda.get_device_capability(
         dev
     ) == (9, 0)

@@ -11,11 +11,13 @@ import pytest
 import torch
 from _helpers import DEVICES, random_weight, rel_err
 from lowbit import QuantType
+from lowbit.moe import moe_layer
 
-# CUDA rounds the activations and act(gate) * up to bf16 and, at the few tokens here (the vector
-# path), quantizes both projections' activations to int8 per 32 values (test_moe_cuda.py checks it
-# tightly against a reference that rounds the same way): held to the dense int8 MMVQ's end-to-end
-# bound (test_cuda_kernels.py: MMVQ_INT8_BOUND). The CPU composite computes in float32.
+# CUDA rounds the activations and act(gate) * up to bf16 and, on the vector path and the grouped
+# MMQ's int8 tiles, quantizes the projections' activations to int8 per 32 values (test_moe_cuda.py
+# checks each path tightly against a reference that rounds the same way): held to the dense int8
+# MMVQ's end-to-end bound (test_cuda_kernels.py: MMVQ_INT8_BOUND). The CUDA cases run each route
+# (the dispatcher's, the vector and the batched kernel). The CPU composite computes in float32.
 CUDA_BOUND = 3e-2
 
 
@@ -50,6 +52,18 @@ def routing(rng: np.random.Generator, tokens: int, experts: int, top_k: int) -> 
     return torch.from_numpy(weights / weights.sum(1, keepdims=True)), torch.from_numpy(ids)
 
 
+def routes(device: str) -> list[str]:
+    """The dispatcher's route, and on CUDA each kernel forced (the dispatcher picks by pairs per
+    expert, so small tests would otherwise reach one of them only)."""
+    return ["auto", "moe_vec", "moe_batched"] if device == "cuda" else ["auto"]
+
+
+def fused(route: str, x, w13, w2, weights, ids, **kw) -> torch.Tensor:
+    if route == "auto":
+        return lowbit.fused_moe(x, w13, w2, weights, ids, **kw)
+    return moe_layer(x, w13, w2, weights, ids, route=route, **kw)
+
+
 CASES = [
     (QuantType.IQ2_XXS, QuantType.IQ2_XXS),
     (QuantType.IQ3_S, QuantType.Q5_0),  # mixed, as in the seed's MoE fixture
@@ -69,21 +83,12 @@ def test_fused_moe_matches_reference(device, t13, t2, activation, rng: np.random
     w2, s2 = random_weight(t2, hidden, inter, rng, experts=experts, device=device)
     x = torch.from_numpy(rng.standard_normal((tokens, hidden)).astype(np.float32)).to(device)
     weights, ids = routing(rng, tokens, experts, top_k)
-    out = lowbit.fused_moe(
-        x,
-        w13,
-        w2,
-        weights.to(device),
-        ids.to(device),
-        w13_type=t13,
-        w2_type=t2,
-        activation=activation,
-        w13_scales=s13,
-        w2_scales=s2,
-    )
     ref = reference(x, w13, w2, weights, ids, t13, t2, activation, s13, s2)
-    assert out.shape == x.shape and out.dtype == x.dtype
-    assert rel_err(out, ref) < (1e-5 if device == "cpu" else CUDA_BOUND)
+    kw = {"w13_type": t13, "w2_type": t2, "activation": activation, "w13_scales": s13, "w2_scales": s2}
+    for route in routes(device):
+        out = fused(route, x, w13, w2, weights.to(device), ids.to(device), **kw)
+        assert out.shape == x.shape and out.dtype == x.dtype
+        assert rel_err(out, ref) < (1e-5 if device == "cpu" else CUDA_BOUND), route
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -97,18 +102,27 @@ def test_invalid_and_non_local_ids_contribute_exactly_zero(device, ids_dtype, rn
     x = torch.from_numpy(rng.standard_normal((tokens, hidden)).astype(np.float32)).to(device, torch.bfloat16)
     ids = torch.tensor([[4, 5, 6], [-1, 5, 100], [0, 3, 7], [-1, -1, -1], [6, 2, -7], [9, 4, 5]], dtype=ids_dtype)
     weights = torch.from_numpy(rng.random((tokens, top_k)).astype(np.float32))
-    out = lowbit.fused_moe(
-        x, w13, w2, weights.to(device), ids.to(device), w13_type=t13, w2_type=t2, expert_range=(begin, begin + local)
-    )
     ref = reference(x.float(), w13, w2, weights, ids, t13, t2, "silu", None, None, begin)
-    assert torch.equal(out[2].cpu(), torch.zeros(hidden, dtype=out.dtype))  # ids 0, 3, 7: none local
-    assert torch.equal(out[3].cpu(), torch.zeros(hidden, dtype=out.dtype))  # all -1
-    assert rel_err(out, ref) < (8e-3 if device == "cpu" else CUDA_BOUND)  # bf16 output
     # a local id next to invalid ones gives that expert's contribution alone
     single = reference(
         x.float()[1:2], w13, w2, weights[1:2], torch.tensor([[-1, 5, -1]]), t13, t2, "silu", None, None, begin
     )
-    assert rel_err(out[1:2], single) < (8e-3 if device == "cpu" else CUDA_BOUND)
+    for route in routes(device):
+        out = fused(
+            route,
+            x,
+            w13,
+            w2,
+            weights.to(device),
+            ids.to(device),
+            w13_type=t13,
+            w2_type=t2,
+            expert_range=(begin, begin + local),
+        )
+        assert torch.equal(out[2].cpu(), torch.zeros(hidden, dtype=out.dtype)), route  # ids 0, 3, 7: none local
+        assert torch.equal(out[3].cpu(), torch.zeros(hidden, dtype=out.dtype)), route  # all -1
+        assert rel_err(out, ref) < (8e-3 if device == "cpu" else CUDA_BOUND), route  # bf16 output
+        assert rel_err(out[1:2], single) < (8e-3 if device == "cpu" else CUDA_BOUND), route
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -229,6 +229,10 @@ def test_linear_routes_to_mmq_in_its_measured_range() -> None:
         assert plan["kernel"] == "mmq" and plan["mmq"]["math"] == "int8", plan
     assert lowbit.select_kernel(QuantType.IQ4_XS, 8, n, k, torch.device("cuda"))["kernel"] == "mmvq"
     assert lowbit.select_kernel(QuantType.IQ4_XS, 12, n, k, torch.device("cuda"), math="bf16")["kernel"] == "mmvq"
+    w4, s4 = random_weight(QuantType.IQ4_XS, n, k, np.random.default_rng(fresh_seed()), device=torch.device("cuda"))
+    x12 = torch.randn(12, k, device="cuda", dtype=torch.bfloat16)
+    y12 = lowbit.linear(x12, w4, QuantType.IQ4_XS)
+    assert torch.equal(y12, torch.ops.lowbit.mmq(x12, w4, int(QuantType.IQ4_XS), math="int8"))
     w, s = random_weight(q, n, k, np.random.default_rng(fresh_seed()), device=torch.device("cuda"))
     x = torch.randn(32, k, device="cuda", dtype=torch.bfloat16)
     assert torch.equal(lowbit.linear(x, w, q), torch.ops.lowbit.mmq(x, w, int(q)))

@@ -89,8 +89,8 @@ inline constexpr MmvqLimitRow kMmvqLimitRows[] = {
 inline constexpr Provenance kMmq20261201{"H200", "686ba1c", "2026-12-01"};
 
 // MMQ against MMVQ and dequantize + cuBLAS, N=4096 K=14336, the nine I-quants: MMVQ ahead up to 16
-// tokens, MMQ from 17 to 128, cuBLAS from 512; 129 to 511 not measured, cuBLAS keeps them
-// (NOTES.md, "MMQ on Hopper").
+// tokens (but where MMQ's int8 path is, kMmqInt8Rows' dense_min_tokens), MMQ from 17 to 128, cuBLAS
+// from 512; 129 to 511 not measured, cuBLAS keeps them (NOTES.md, "MMQ on Hopper").
 inline constexpr MmqRangeRow kMmqRangeRows[] = {
     {9, 17, 128, &kMmq20261201},
 };
@@ -118,7 +118,7 @@ inline constexpr MmqInt8Row kMmqInt8Rows[] = {
 // pairs per expert").
 inline constexpr Provenance kMoeVectorLimit20261202{"H200", "bf11440+9f8b626", "2026-12-02"};
 inline constexpr MoeVectorLimitRow kMoeVectorLimitRows[] = {
-    {9, 2, &kMoeVectorLimit20261202},
+    {9, 2, /*min_tokens=*/8, /*max_tokens=*/64, &kMoeVectorLimit20261202},
 };
 
 }  // namespace lowbit::tuning::sm90

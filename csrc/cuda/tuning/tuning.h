@@ -75,12 +75,17 @@ constexpr const MoeVectorLimitRow* moe_vector_limit_row(int compute_major) {
   return nullptr;
 }
 
-// The most tokens the MoE vector kernel serves for `experts` local experts and top_k: where
-// measured, the tokens whose pairs stay below the row's pairs per expert; elsewhere the provisional
-// 16 tokens (a batched block then holds about one pair at E = 128, top-8).
+// The most tokens the MoE vector kernel serves for `experts` local experts and top_k (>= 1): where
+// measured, the tokens whose pairs stay below the row's pairs per expert, held within the token
+// counts the rows were measured between (the vector kernel ahead at 8 tokens in every measured
+// shape, the batched one at 128); elsewhere the provisional 16 tokens (a batched block then holds
+// about one pair at E = 128, top-8). With expert parallelism the pairs count those routed to other
+// ranks too, so the limit errs towards the batched kernel, which leaves them out of its routing.
 constexpr int64_t moe_vector_max_tokens(int compute_major, int64_t experts, int64_t top_k) {
   const MoeVectorLimitRow* row = moe_vector_limit_row(compute_major);
-  return row != nullptr ? (row->batched_pairs_per_expert * experts - 1) / top_k : 16;
+  if (row == nullptr) return 16;
+  const int64_t by_pairs = (row->batched_pairs_per_expert * experts - 1) / top_k;
+  return by_pairs < row->min_tokens ? row->min_tokens : (by_pairs > row->max_tokens ? row->max_tokens : by_pairs);
 }
 
 }  // namespace lowbit::tuning

@@ -98,14 +98,15 @@ struct MmqInt8Row {
   const Provenance* measured;
 };
 
-// The MoE planner's vector limit: the vector kernel serves up to max_tokens tokens on GPUs of this
-// major architecture, the batched one above.
-// Where the MoE vector kernel hands over to the batched one: from batched_pairs_per_expert routed
-// pairs per local expert (the vector kernel reads an expert once per pair, the batched one once per
-// routing block, so their ratio follows the pairs per expert rather than the token count).
+// The MoE planner's vector limit on GPUs of this major architecture. Where the MoE vector kernel hands over to the
+// batched one: from batched_pairs_per_expert routed pairs per local expert (the vector kernel reads an expert once per
+// pair, the batched one once per routing block, so their ratio follows the pairs per expert rather than the token
+// count), the vector kernel's token limit held within [min_tokens, max_tokens] (the measured span).
 struct MoeVectorLimitRow {
   int compute_major;
   int batched_pairs_per_expert;
+  int min_tokens;
+  int max_tokens;
   const Provenance* measured;
 };
 
