@@ -63,5 +63,6 @@ cmake -S . -B "$build_dir" -G Ninja \
   -DLOWBIT_CUDA="$cuda" \
   ${LOWBIT_CUDA_ARCHS:+-DLOWBIT_CUDA_ARCHS="$LOWBIT_CUDA_ARCHS"} \
   -DPython_EXECUTABLE="$(command -v python3)"
-cmake --build "$build_dir" --parallel "${LOWBIT_JOBS:-$(nproc)}"
+# the compiler's output kept for scripts/test.sh (ptxas's notes on the wgmma pipelines)
+cmake --build "$build_dir" --parallel "${LOWBIT_JOBS:-$(nproc)}" 2>&1 | tee "$build_dir/build-output.log"
 echo "lowbit: build done in $((SECONDS - start)) s"

@@ -71,14 +71,19 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlock
   const int64_t out0 = static_cast<int64_t>(blockIdx.y) * Gt::kOutputsPerBlock + (kGated ? 8 : 16) * warp;
   src.rows = kGated ? TileRows{out0, a.n + out0, a.n, 2 * a.n} : TileRows::dense(out0, a.n);
   const auto act_row = [&](int r) -> int64_t { return x_rows[r]; };
+  // The pairs of this thread's output columns 8 (j / 2) + 2 t + j % 2, read before the mainloop:
+  // read from shared memory after it, they made ptxas serialize every wgmma of the bf16 path for
+  // IQ2_XS, IQ3_XXS, IQ3_S and IQ2_S (a wait after each, C7515), the dense kernel being unaffected.
+  int32_t column_pairs[kTokens / 4];
+#pragma unroll
+  for (int j = 0; j < kTokens / 4; ++j) column_pairs[j] = pair_of[8 * (j >> 1) + 2 * t + (j & 1)];
   float acc[kTokens / 2];
   mmq_mainloop<Traits, kTokens, kGated, kInt8>(src, act_row, xp, k_pad, 0, static_cast<int>(k_pad / kMmqUnitElems),
                                                smem, acc);
 
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) {
-    const int m = 8 * (i >> 2) + 2 * t + (i & 1);
-    const int64_t pair = pair_of[m];
+    const int64_t pair = column_pairs[2 * (i >> 2) + (i & 1)];  // column 8 (i / 4) + 2 t + i % 2
     if constexpr (kGated) {
       if (i & 2) continue;  // the up sum of accumulator i - 2
       const int64_t j = out0 + g;
