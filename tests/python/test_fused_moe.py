@@ -107,18 +107,9 @@ def test_invalid_and_non_local_ids_contribute_exactly_zero(device, ids_dtype, rn
     single = reference(
         x.float()[1:2], w13, w2, weights[1:2], torch.tensor([[-1, 5, -1]]), t13, t2, "silu", None, None, begin
     )
+    kw = {"w13_type": t13, "w2_type": t2, "expert_range": (begin, begin + local)}
     for route in routes(device):
-        out = fused(
-            route,
-            x,
-            w13,
-            w2,
-            weights.to(device),
-            ids.to(device),
-            w13_type=t13,
-            w2_type=t2,
-            expert_range=(begin, begin + local),
-        )
+        out = fused(route, x, w13, w2, weights.to(device), ids.to(device), **kw)
         assert torch.equal(out[2].cpu(), torch.zeros(hidden, dtype=out.dtype)), route  # ids 0, 3, 7: none local
         assert torch.equal(out[3].cpu(), torch.zeros(hidden, dtype=out.dtype)), route  # all -1
         assert rel_err(out, ref) < (8e-3 if device == "cpu" else CUDA_BOUND), route  # bf16 output
