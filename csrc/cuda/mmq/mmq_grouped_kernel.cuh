@@ -133,13 +133,10 @@ void launch_moe_grouped_mmq(const MoeProjArgs& a, uint8_t* workspace, cudaStream
   prologue.workspace = workspace;
   bool launched = false;
   if (a.batched_int8) {
-    if constexpr (mmq_int8_form<Traits>()) {
+    launched = visit_int8_token_tile<Traits>(a.block_size, [&](auto tile) {
       launch_mmq_quantize<Traits>(prologue, k_pad, stream);
-      launched = a.block_size <= kMmqInt8MaxTile && visit_token_tile(a.block_size, [&](auto tile) {
-                   if constexpr (tile() <= kMmqInt8MaxTile)
-                     launch_grouped<Traits, tile(), true>(a, workspace, k_pad, stream);
-                 });
-    }
+      launch_grouped<Traits, tile(), true>(a, workspace, k_pad, stream);
+    });
   } else {
     launch_mmq_permute(prologue, k_pad, stream);
     launched = visit_token_tile(a.block_size,

@@ -430,15 +430,10 @@ void launch_mmq(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
                c.rows_per_tile);
   bool launched = false;
   if (c.int8) {
-    if constexpr (mmq_int8_form<Traits>()) {
+    launched = visit_int8_token_tile<Traits>(c.tokens_per_tile, [&](auto tile) {
       launch_mmq_quantize<Traits>(a, c.k_pad, stream);
-      launched = visit_token_tile(c.tokens_per_tile,
-                                  [&](auto tile) {
-                                    if constexpr (tile() <= kMmqInt8MaxTile)
-                                      launch_mmq_tiles<Traits, tile(), true>(a, c, stream);
-                                  }) &&
-                 c.tokens_per_tile <= kMmqInt8MaxTile;
-    }
+      launch_mmq_tiles<Traits, tile(), true>(a, c, stream);
+    });
     if (!launched)
       detail::fail("mmq: no int8 kernel for ", Traits::kName, " at ", c.tokens_per_tile, " tokens per tile");
   } else {

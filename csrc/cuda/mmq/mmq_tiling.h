@@ -96,19 +96,29 @@ bool visit_token_tile(int tokens, F&& f) {
   }
 }
 
+// f(std::integral_constant<int, T>{}) for the tile of the int8 path (type Traits) with
+// T == tokens; false (f not called) where the type has no int8 path or the tile none.
+template <class Traits, class F>
+bool visit_int8_token_tile(int tokens, F&& f) {
+  if constexpr (mmq_int8_form<Traits>()) {
+    return tokens <= kMmqInt8MaxTile && visit_token_tile(tokens, [&](auto tile) {
+             if constexpr (tile() <= kMmqInt8MaxTile) f(tile);
+           });
+  } else {
+    return false;
+  }
+}
+
 // Blocks of the kernel for `tokens`-token tiles of type t that one multiprocessor holds (0 for a
 // tile the kernel has no instance of).
 inline int mmq_blocks_per_sm(QuantType t, int tokens, bool int8 = false) {
   int blocks = 0;
   visit_weight_type(t, [&](auto traits) {
     using Traits = decltype(traits);
-    visit_token_tile(tokens, [&](auto tile) {
-      if constexpr (mmq_int8_form<Traits>() && tile() <= kMmqInt8MaxTile) {
-        blocks = int8 ? MmqTiling<Traits, tile(), true>::kBlocksPerSm : MmqTiling<Traits, tile()>::kBlocksPerSm;
-      } else {
-        blocks = int8 ? 0 : MmqTiling<Traits, tile()>::kBlocksPerSm;
-      }
-    });
+    if (int8)
+      visit_int8_token_tile<Traits>(tokens, [&](auto tile) { blocks = MmqTiling<Traits, tile(), true>::kBlocksPerSm; });
+    else
+      visit_token_tile(tokens, [&](auto tile) { blocks = MmqTiling<Traits, tile()>::kBlocksPerSm; });
   });
   return blocks;
 }
