@@ -76,14 +76,25 @@ def _linear_fake(
     return x.new_empty((*x.shape[:-1], w.shape[0]))
 
 
+def _check_math(math: str, qtype: int, mmq_op: str | None = None) -> None:
+    """The ops' `math` argument as their CUDA planners check it: auto, bf16 or int8, and for MMQ's
+    kernels (`mmq_op`: the op, in the message) int8 only for a type with a 32-weight int8 form."""
+    if math not in ("auto", "bf16", "int8"):
+        raise ValueError(f'math: unknown MMVQ arithmetic "{math}" (auto, bf16, int8)')
+    if mmq_op is not None and math == "int8":
+        from . import _C
+
+        if not _C.mmq_int8_supported(int(qtype)):
+            raise ValueError(f'math: "int8" {mmq_op} needs a type whose int8 form scales 32 weights at a time')
+
+
 @torch.library.register_fake("lowbit::mmvq")
 def _mmvq_fake(
     x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: torch.Tensor | None = None, math: str = "auto"
 ) -> torch.Tensor:
     _same_device(w=w, x=x, scales=scales)
     torch._check(x.dim() == 2 and 1 <= x.shape[0] <= 16, lambda: "x must be [M, K] with 1 <= M <= 16 for mmvq")
-    if math not in ("auto", "bf16", "int8"):
-        raise ValueError(f'math: unknown MMVQ arithmetic "{math}" (auto, bf16, int8)')
+    _check_math(math, qtype)
     return _linear_fake(x, w, qtype, scales=scales)
 
 
@@ -91,12 +102,7 @@ def _mmvq_fake(
 def _mmq_fake(
     x: torch.Tensor, w: torch.Tensor, qtype: int, *, scales: torch.Tensor | None = None, math: str = "auto"
 ) -> torch.Tensor:
-    if math not in ("auto", "bf16", "int8"):
-        raise ValueError(f'math: unknown MMVQ arithmetic "{math}" (auto, bf16, int8)')
-    from . import _C
-
-    if math == "int8" and not _C.mmq_int8_supported(int(qtype)):
-        raise ValueError('math: "int8" MMQ needs a type whose int8 form scales 32 weights at a time')
+    _check_math(math, qtype, "MMQ")
     return _linear_fake(x, w, qtype, scales=scales)
 
 

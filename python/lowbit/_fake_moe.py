@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ._fake import _fused_moe_fake, _same_device, _weight_k
+from ._fake import _check_math, _fused_moe_fake, _same_device, _weight_k
 
 MOE_BLOCK_SIZE = 64  # kMoeBlockSize: the batched kernel's rows per routing block
 MOE_MAX_EXPERTS = 512
@@ -84,12 +84,7 @@ def _moe_batched_fake(
     block_size: int = MOE_BLOCK_SIZE,
     math: str = "auto",
 ) -> torch.Tensor:
-    if math not in ("auto", "bf16", "int8"):
-        raise ValueError(f'math: unknown MMVQ arithmetic "{math}" (auto, bf16, int8)')
-    from . import _C
-
-    if math == "int8" and not _C.mmq_int8_supported(int(qtype)):
-        raise ValueError('math: "int8" moe_batched needs a type whose int8 form scales 32 weights at a time')
+    _check_math(math, qtype, "moe_batched")
     _same_device(
         w=w, x=x, sorted_pair_ids=sorted_pair_ids, block_experts=block_experts, num_padded=num_padded, scales=scales
     )
