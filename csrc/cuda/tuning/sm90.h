@@ -99,10 +99,9 @@ inline constexpr MmqRangeRow kMmqRangeRows[] = {
 // at 16- and 32-token tiles; from 64 tokens, and for the grid formats from 32, the float32 scaling
 // of every 32-weight run costs more than it saves (NOTES.md, "the int8 path of MMQ").
 inline constexpr Provenance kMmqInt8_20261202{"H200", "0b77c99", "2026-12-02"};
-// The grid formats gain 2-3% at 16-token tiles (dense) and 1-5% in the grouped kernel's 16-row
-// blocks (moe_proj T=128), and lose from 32 on. The nibble formats' dense_min_tokens: from 9 to 16
-// tokens their int8 MMQ runs 15-17% ahead of the MMVQ that served there (both nearly flat in M: one
-// 16-token tile, one m16 MMA against one MMVQ pass).
+// The grid formats gain a little at 16-token tiles, dense and grouped, and lose from 32 on. The
+// nibble formats' dense_min_tokens: from 9 tokens their int8 MMQ is ahead of the MMVQ that served
+// there, both nearly flat in M (NOTES.md, "Step 2026-12-02 (dcd4a97..f3c7008)").
 inline constexpr Provenance kMmqInt8From9{"H200", "ed2c210", "2026-12-02"};
 inline constexpr MmqInt8Row kMmqInt8Rows[] = {
     {Q::IQ4_XS, 32, 9, &kMmqInt8From9},      {Q::IQ4_NL, 32, 9, &kMmqInt8From9},
@@ -112,11 +111,10 @@ inline constexpr MmqInt8Row kMmqInt8Rows[] = {
 
 // The vector path (the lane kernel's pairs modes, items of four rows) against the grouped MMQ
 // (moe_proj E=128, top-8, N=768, K=2048 for iq2_xxs, iq3_s, iq4_xs; moe_layer Qwen3-30B-A3B and
-// DeepSeek-like, E=256): at one pair per expert (DeepSeek-like, 32 tokens) the vector kernel leads
-// by 30%; at two (Qwen3 and moe_proj, 32 tokens) the batched one leads or trails by at most 6%
-// since the int8 and two-block tiles; at four and more the batched one (NOTES.md, "vector limit by
-// pairs per expert").
-inline constexpr Provenance kMoeVectorLimit20261202{"H200", "bf11440+9f8b626", "2026-12-02"};
+// DeepSeek-like, E=256): the vector kernel reads an expert once per pair, the batched one once per
+// routing block, so the pairs per local expert decide: the vector kernel leads at one, the batched
+// one from two (NOTES.md, "Step 2026-12-02 (dcd4a97..f3c7008)").
+inline constexpr Provenance kMoeVectorLimit20261202{"H200", "9f8b626", "2026-12-02"};
 inline constexpr MoeVectorLimitRow kMoeVectorLimitRows[] = {
     {9, 2, /*min_tokens=*/8, /*max_tokens=*/64, &kMoeVectorLimit20261202},
 };
