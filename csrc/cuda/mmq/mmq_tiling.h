@@ -32,13 +32,13 @@ struct MmqTiling {
   static constexpr int kWeightBytes = kWarps * Rows::kStageBytes;
   static constexpr int kStageBytes = (kActBytes + kScaleBytes + kWeightBytes + 1023) / 1024 * 1024;
   static constexpr int kCodebookBytes = (codebook_bytes(Traits::kCodebook) + 1023) / 1024 * 1024;
-  // Two blocks per multiprocessor where three stages of a tile fit half of shared memory and the
-  // kernel fits 128 registers (more warps to hide each one's decode -> wgmma chain): 16-token
-  // tiles, and the bf16 path's 32-token tiles (109 registers at sm_90a; the int8 path's take 147);
-  // else one block with up to four stages.
+  // Two blocks per multiprocessor where three stages of a tile of up to 32 tokens fit half of shared
+  // memory (more warps to hide each one's decode -> wgmma chain; the kernels then fit 128 registers
+  // without spills: 96-109 for bf16, 123-127 for int8 at sm_90a); else one block with up to four
+  // stages.
   static constexpr int kHalfBudget = 113 * 1024 - 1024;
   static constexpr bool kTwoBlocks =
-      (kTokens <= 16 || (!kInt8 && kTokens <= 32)) && kCodebookBytes + 3 * kStageBytes <= kHalfBudget;
+      kTokens <= 32 && kCodebookBytes + 3 * kStageBytes <= kHalfBudget;
   static constexpr int kBlocksPerSm = kTwoBlocks ? 2 : 1;
   static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
