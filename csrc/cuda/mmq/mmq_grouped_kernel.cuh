@@ -27,7 +27,7 @@ namespace lowbit::cuda_detail {
 
 template <class Traits, int kTokens, bool kGated, bool kInt8>
 struct MmqGroupedTiling {
-  using Tl = MmqTiling<Traits, kTokens, kInt8>;
+  using Tl = MmqTiling<Traits, kTokens, kInt8, true>;
   // After the dense kernel's codebook and ring: each tile row's x row and pair (int32, -1: zeros)
   static constexpr int kTableOffset = Tl::kSmemBytes - 1024;  // from the 1024-aligned base
   static constexpr int kTableBytes = 2 * kTokens * 4;
@@ -37,7 +37,7 @@ struct MmqGroupedTiling {
 };
 
 template <class Traits, int kTokens, bool kGated, bool kInt8>
-__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlocksPerSm)
+__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8, true>::kBlocksPerSm)
     mmq_grouped_kernel(MoeProjArgs a, const uint8_t* xp, int64_t k_pad) {
   using Gt = MmqGroupedTiling<Traits, kTokens, kGated, kInt8>;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kTokens;
@@ -78,8 +78,8 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlock
 #pragma unroll
   for (int j = 0; j < kTokens / 4; ++j) column_pairs[j] = pair_of[8 * (j >> 1) + 2 * t + (j & 1)];
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens, kGated, kInt8>(src, act_row, xp, k_pad, 0, static_cast<int>(k_pad / kMmqUnitElems),
-                                               smem, acc);
+  mmq_mainloop<Traits, kTokens, kGated, kInt8, true>(src, act_row, xp, k_pad, 0,
+                                                     static_cast<int>(k_pad / kMmqUnitElems), smem, acc);
 
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) {

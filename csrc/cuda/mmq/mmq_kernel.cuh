@@ -118,18 +118,18 @@ struct MmqTileSource {
 
 // The MMQ mainloop (module comment): accumulates this warp's 16 rows x kTokens tokens over the
 // units [u_begin, u_end) into acc, in the wgmma accumulator layout (wgmma.cuh). `smem` is the
-// 1024-aligned dynamic shared memory of MmqTiling<Traits, kTokens, kInt8> (codebook, then the
+// 1024-aligned dynamic shared memory of MmqTiling<Traits, kTokens, kInt8, kGrouped> (codebook, then the
 // ring); xp the prologue's activations (bf16 [M][k_pad], or int8 units: mmq_tiling.h). Every
 // thread of the block calls it (it synchronizes the block).
 //
 // kInt8: per 32-weight run one k32 int8 wgmma of the run's codes into an int32 fragment, which is
 // then scaled into acc (weight scale of the row times activation scale of the token); the next
 // run is decoded while the tensor cores take this one.
-template <class Traits, int kTokens, bool kSplitRows, bool kInt8, class ActRow>
+template <class Traits, int kTokens, bool kSplitRows, bool kInt8, bool kGrouped, class ActRow>
 __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& act_row, const uint8_t* xp,
                                              int64_t k_pad, int u_begin, int u_end, uint8_t* smem,
                                              float (&acc)[kTokens / 2]) {
-  using Tl = MmqTiling<Traits, kTokens, kInt8>;
+  using Tl = MmqTiling<Traits, kTokens, kInt8, kGrouped>;
   using Rows = typename Tl::Rows;
   const Codebooks cb = [&] {
     if constexpr (kInt8)
@@ -297,9 +297,11 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     wgmma_wait<0>();
     fence_accumulators(acc);
   } else {
-    // Two stages (the 128-token tile): the next unit loads while this one computes, and the
-    // wgmma drain before the second barrier frees the slot. Measured faster at 128+ tokens than
-    // 64-token tiles with four stages in flight (benchmarks/NOTES.md, 2026-12-01).
+    // Two stages (the 128-token tile, and the grouped kernel's 64-token tile two blocks per
+    // multiprocessor): the next unit loads while this one computes, and the wgmma drain before
+    // the second barrier frees the slot. Measured faster at 128+ tokens than 64-token tiles with
+    // four stages in flight (benchmarks/NOTES.md, 2026-12-01); the other resident block fills the
+    // drains of the grouped 64-token tile.
     static_assert(!kInt8, "the int8 path keeps units in flight");
     stage(u_begin, 0);
     for (int u = u_begin; u < u_end; ++u) {
@@ -351,7 +353,7 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlock
   src.rows = TileRows::dense(row0, a.n);
   const auto act_row = [&](int r) -> int64_t { return m0 + r < a.m ? m0 + r : -1; };
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens, false, kInt8>(src, act_row, a.workspace, k_pad, u_begin, u_end, smem, acc);
+  mmq_mainloop<Traits, kTokens, false, kInt8, false>(src, act_row, a.workspace, k_pad, u_begin, u_end, smem, acc);
 
   float* const partial =
       splits > 1 ? reinterpret_cast<float*>(a.workspace + mmq_activation_bytes(a.m, k_pad, kInt8)) : nullptr;

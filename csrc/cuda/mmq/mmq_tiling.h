@@ -15,8 +15,9 @@ namespace lowbit::cuda_detail {
 inline constexpr int kMmqUnitElems = 256;
 
 // kInt8: the activations as int8 codes per token and 32 weights with their float32 scales (the int8
-// wgmma path, mmq_kernel.cuh), else bf16.
-template <class Traits, int kTokens, bool kInt8 = false>
+// wgmma path, mmq_kernel.cuh), else bf16. kGrouped: the tiling of the grouped MoE kernel
+// (mmq_grouped_kernel.cuh), which shares the mainloop but not the grid.
+template <class Traits, int kTokens, bool kInt8 = false, bool kGrouped = false>
 struct MmqTiling {
   using Rows = MmvqTiling<Traits>;  // a warp's 16 rows: the bf16 MMVQ's staging of one unit
   static_assert(Rows::kUnitElems == kMmqUnitElems, "one K unit for both kernels");
@@ -32,13 +33,17 @@ struct MmqTiling {
   static constexpr int kWeightBytes = kWarps * Rows::kStageBytes;
   static constexpr int kStageBytes = (kActBytes + kScaleBytes + kWeightBytes + 1023) / 1024 * 1024;
   static constexpr int kCodebookBytes = (codebook_bytes(Traits::kCodebook) + 1023) / 1024 * 1024;
-  // Two blocks per multiprocessor where three stages of a tile of up to 32 tokens fit half of shared
-  // memory (more warps to hide each one's decode -> wgmma chain; the kernels then fit 128 registers
-  // without spills: 96-109 for bf16, 123-127 for int8 at sm_90a); else one block with up to four
-  // stages.
+  // Two blocks per multiprocessor (more warps to hide each one's decode -> wgmma chain) where the
+  // kernel's ring fits half of shared memory: three stages for tiles of up to 32 tokens (the
+  // kernels then fit 128 registers without spills: 96-109 for bf16, 123-127 for int8 at sm_90a);
+  // two for the grouped kernel's bf16 64-token tiles (a 64-token stage is 43-55 KB). Its grid has
+  // a block per 64 pairs of every expert, so the second block fills the two-stage ring's drains;
+  // the dense grid fills the multiprocessors by splitting K, and there the two-stage ring lost
+  // 1-3% (benchmarks/NOTES.md). Else one block with up to four stages.
   static constexpr int kHalfBudget = 113 * 1024 - 1024;
-  static constexpr bool kTwoBlocks =
-      kTokens <= 32 && kCodebookBytes + 3 * kStageBytes <= kHalfBudget;
+  static constexpr int kTwoBlockStages = kTokens <= 32 ? 3 : 2;
+  static constexpr bool kTwoBlocks = (kTokens <= 32 || (kGrouped && !kInt8 && kTokens <= 64)) &&
+                                     kCodebookBytes + kTwoBlockStages * kStageBytes <= kHalfBudget;
   static constexpr int kBlocksPerSm = kTwoBlocks ? 2 : 1;
   static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
