@@ -39,13 +39,15 @@ namespace {
 // measured range where the device runs it, and below it MMQ's int8 path where that was measured
 // ahead of MMVQ (math auto: the tuning rows' dense_min_tokens) or where int8 is asked for beyond
 // the int8 MMVQ's tokens; MMVQ up to the measured limit, dequantize + bf16 GEMM above it.
-DenseKernel choose(QuantType t, int64_t m, const DeviceFacts& device, MmvqMath math, std::ostringstream& why) {
+DenseKernel choose(QuantType t, int64_t m, int64_t k, const DeviceFacts& device, MmvqMath math,
+                   std::ostringstream& why) {
   if (device.compute_major == 0) {
     why << "no GPU: the CPU decodes the weight and multiplies with torch's CPU GEMM";
     return DenseKernel::kCpuReference;
   }
-  if (device.mmq && tuning::mmq_serves(m, device.compute_major)) {
-    why << "M = " << m << " in the measured MMQ range on sm_" << device.compute_major << device.compute_minor;
+  if (device.mmq && tuning::mmq_serves(m, k, device.compute_major)) {
+    why << "M = " << m << " in the measured MMQ range for K = " << k << " on sm_" << device.compute_major
+        << device.compute_minor;
     return DenseKernel::kMmq;
   }
   const int int8_from = tuning::mmq_int8_dense_min_tokens(t);
@@ -97,7 +99,7 @@ Plan plan_linear(QuantType t, int64_t m, int64_t n, int64_t k, const DeviceFacts
     p.kernel = *options.kernel;
     why << "kernel \"" << dense_kernel_name(p.kernel) << "\" forced by the caller";
   } else {
-    p.kernel = choose(t, m, device, options.math, why);
+    p.kernel = choose(t, m, k, device, options.math, why);
   }
   if (p.kernel == DenseKernel::kMmvq && m == 0) {
     why << ": no tokens, nothing to run";  // an empty call: no pass, no workspace

@@ -87,6 +87,13 @@ TEST(Dispatch, MmqServesItsMeasuredRangeWhereItRuns) {
   EXPECT_EQ(select_dense(QuantType::IQ4_XS, 17, 4096, 14336, h200).kernel, DenseKernel::kMmq);
   EXPECT_EQ(select_dense(QuantType::IQ1_M, 128, 4096, 14336, h200).kernel, DenseKernel::kMmq);
   EXPECT_EQ(select_dense(QuantType::IQ4_XS, 129, 4096, 14336, h200).kernel, DenseKernel::kDequantMatmul);
+  // K below the tuning row's short_k: MMQ up to 32 tokens, then dequantize + bf16 GEMM (the MMVQ
+  // limit is 32 too); K = 4096 keeps the whole range
+  EXPECT_EQ(select_dense(QuantType::IQ2_XXS, 32, 18944, 1024, h200).kernel, DenseKernel::kMmq);
+  EXPECT_EQ(select_dense(QuantType::IQ2_XXS, 33, 18944, 1024, h200).kernel, DenseKernel::kDequantMatmul);
+  EXPECT_EQ(select_dense(QuantType::IQ4_XS, 128, 18944, 3840, h200).kernel, DenseKernel::kDequantMatmul);
+  EXPECT_EQ(select_dense(QuantType::IQ4_XS, 128, 14336, 4096, h200).kernel, DenseKernel::kMmq);
+  EXPECT_EQ(select_dense(QuantType::IQ4_XS, 64, 14336, 4096, h200).kernel, DenseKernel::kMmq);
   const DeviceFacts no_mmq{9, 0, 132};  // a build without sm_90a kernels
   EXPECT_NE(select_dense(QuantType::IQ4_XS, 64, 4096, 14336, no_mmq).kernel, DenseKernel::kMmq);
   EXPECT_EQ(select_dense(QuantType::IQ4_XS, 9, 4096, 14336, no_mmq).kernel, DenseKernel::kMmvq);

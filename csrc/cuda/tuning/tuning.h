@@ -45,9 +45,10 @@ constexpr int mmvq_max_tokens(QuantType t, int compute_major, const Provenance**
 }
 
 // Whether MMQ serves M tokens on a GPU of this major architecture that runs its kernels.
-constexpr bool mmq_serves(int64_t m, int compute_major) {
+constexpr bool mmq_serves(int64_t m, int64_t k, int compute_major) {
   for (const MmqRangeRow& row : sm90::kMmqRangeRows)
-    if (row.compute_major == compute_major) return m >= row.min_tokens && m <= row.max_tokens;
+    if (row.compute_major == compute_major)
+      return m >= row.min_tokens && m <= (k < row.short_k ? row.short_k_max_tokens : row.max_tokens);
   return false;
 }
 

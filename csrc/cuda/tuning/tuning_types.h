@@ -81,10 +81,14 @@ struct MmvqLimitRow {
 };
 
 // The dense dispatcher's MMQ range: MMQ beats MMVQ (in passes) and dequantize + bf16 GEMM for
-// min_tokens <= M <= max_tokens on GPUs of this major architecture that run the MMQ kernels.
+// min_tokens <= M <= max_tokens on GPUs of this major architecture that run the MMQ kernels; for
+// weights of fewer than short_k values per row only up to short_k_max_tokens (there the decode
+// to bf16 is cheap next to the GEMM, and a row tile's K too short to fill MMQ's pipeline).
 struct MmqRangeRow {
   int compute_major;
   int min_tokens, max_tokens;
+  int64_t short_k;
+  int short_k_max_tokens;
   const Provenance* measured;
 };
 
