@@ -91,9 +91,13 @@ def bench_bf16(n: int, k: int, ms: list[int], rows: bd.Rows, args, results: dict
     for m in ms:
         calls = max(2, min(args.calls, int(args.calls * 128 / max(m, 128))))
         x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-        timed = bd.time_calls(lambda r, x=x: torch.matmul(x, ws[r % copies].T), calls, args.iters)
+        # the faster of two medians, as every lowbit row (bench_shape)
+        timed = min(
+            (bd.time_calls(lambda r, x=x: torch.matmul(x, ws[r % copies].T), calls, args.iters) for _ in range(2)),
+            key=lambda tp: tp[0],
+        )
         err = rel_err(torch.matmul(x, ws[0].T), x.double() @ ws[0].double().T)
-        note = f"torch.matmul on a bf16 weight; graph replay of {calls} calls"
+        note = f"torch.matmul on a bf16 weight; graph replay of {calls} calls, faster of two rounds"
         results[("bf16", n, k, m, "bf16_matmul")] = rows.add_dense(
             "bf16_matmul", "bf16", n, k, m, 2 * n * k, timed, err, note
         )

@@ -68,8 +68,8 @@ DenseKernel choose(QuantType t, int64_t m, int64_t k, const DeviceFacts& device,
         << device.compute_major << device.compute_minor << ")";
     return DenseKernel::kMmvq;
   }
-  why << "M = " << m << " > " << limit << " and outside MMQ's measured range: decode to bf16 at memory speed, "
-      << "then cuBLAS bf16 GEMM";
+  why << "M = " << m << " > " << limit << " (the MMVQ limit) and outside MMQ's measured range for K = " << k
+      << ": decode to bf16 at memory speed, then cuBLAS bf16 GEMM";
   return DenseKernel::kDequantMatmul;
 }
 
