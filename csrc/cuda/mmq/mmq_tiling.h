@@ -34,12 +34,10 @@ struct MmqTiling {
   static constexpr int kStageBytes = (kActBytes + kScaleBytes + kWeightBytes + 1023) / 1024 * 1024;
   static constexpr int kCodebookBytes = (codebook_bytes(Traits::kCodebook) + 1023) / 1024 * 1024;
   // Two blocks per multiprocessor (more warps to hide each one's decode -> wgmma chain) where the
-  // kernel's ring fits half of shared memory: three stages for tiles of up to 32 tokens (the
-  // kernels then fit 128 registers without spills: 96-109 for bf16, 123-127 for int8 at sm_90a);
-  // two for the grouped kernel's bf16 64-token tiles (a 64-token stage is 43-55 KB). Its grid has
-  // a block per 64 pairs of every expert, so the second block fills the two-stage ring's drains;
-  // the dense grid fills the multiprocessors by splitting K, and there the two-stage ring lost
-  // 1-3% (benchmarks/NOTES.md). Else one block with up to four stages.
+  // ring fits half of shared memory: three stages for tiles of up to 32 tokens, two for the grouped
+  // kernel's bf16 64-token tiles, whose grid has a block per 64 pairs of every expert to fill the
+  // drains of a two-stage ring; the dense grid at 64 tokens fills the multiprocessors by splitting
+  // K and measured slower with two blocks (benchmarks/NOTES.md). Else one block, up to four stages.
   static constexpr int kHalfBudget = 113 * 1024 - 1024;
   static constexpr int kTwoBlockStages = kTokens <= 32 ? 3 : 2;
   static constexpr bool kTwoBlocks = (kTokens <= 32 || (kGrouped && !kInt8 && kTokens <= 64)) &&

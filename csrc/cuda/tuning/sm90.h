@@ -86,13 +86,11 @@ inline constexpr MmvqLimitRow kMmvqLimitRows[] = {
     {9, kAnyType, 32, &kDense20261129},
 };
 
-// MMQ against MMVQ and dequantize + cuBLAS, the nine I-quants (NOTES.md, "MMQ on Hopper", and the
-// step of 2026-12-02 that re-measured it at the provenance's commit): MMVQ ahead up to 16 tokens (but
-// where MMQ's int8 path is, kMmqInt8Rows' dense_min_tokens), MMQ from 17 to 128, cuBLAS from 512 at
-// N x K = 4096 x 14336 and 14336 x 4096; 129 to 511 not measured, cuBLAS keeps them. At 18944 x 1024
-// cuBLAS on the decoded weight is ahead from 64 tokens: the decode of 19 M weights is short, and
-// MMQ's 148 row tiles of four K units each take two waves of 132 multiprocessors with no K to
-// split. Below K = 4096 only 1024 was measured.
+// MMQ against MMVQ and dequantize + cuBLAS, the nine I-quants: MMVQ ahead up to 16 tokens (but where
+// MMQ's int8 path is, kMmqInt8Rows' dense_min_tokens), MMQ from 17 to 128, cuBLAS from 512; 129 to
+// 511 not measured, cuBLAS keeps them. Below short_k the decode to bf16 is cheap next to the GEMM
+// and a row tile has too few units of K to split across idle multiprocessors, so cuBLAS leads from
+// 64 tokens; only K = 1024 was measured there (NOTES.md, "Step 2026-12-02 (56d94f1..d47967e)").
 inline constexpr Provenance kMmqRange20261202{"H200", "85a50ee", "2026-12-02"};
 inline constexpr MmqRangeRow kMmqRangeRows[] = {
     {9, 17, 128, 4096, 32, &kMmqRange20261202},
