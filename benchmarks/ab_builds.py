@@ -97,7 +97,7 @@ def time_moe(types: list[str], tokens: list[int], op: str = "moe_vec", math: str
                 return moe_batched(x, ws[r], q, moe_align(ids, experts, block), top_k, t * top_k, math=math)
 
             err = rel_err(run(0)[: check * top_k], ref)
-            us, _ = time_us(run, len(ws), True)
+            us, _, _ = time_us(run, len(ws), True)
             print(json.dumps({"type": name, "m": t, "us": us, "rel_err": err}), flush=True)
         del ws
         torch.cuda.empty_cache()

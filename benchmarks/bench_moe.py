@@ -8,7 +8,8 @@ top-8, H=7168, I=2048, IQ3_XXS gate/up, IQ2_XS down) at 1 ... 4096 tokens. Kerne
 moe_batched, auto (the dispatcher's choice, named in notes) and dequant_matmul (dequantize the
 used experts to bf16 + torch bf16 per-expert computation; it reads the used experts on the
 host, so it is timed with plain launches). lowbit's kernels are timed as medians of CUDA-graph
-replays (the routing included), plain-launch medians in plain_us. Projection weights rotate
+replays (the routing included) divided by the calls a graph holds (graph_calls: whole rounds of the
+weight rotation, up to about 500 us of work), plain-launch medians in plain_us. Projection weights rotate
 through three copies (over 256 MB), the routing fixed: at few tokens the experts a call touches in
 the three copies fit L2 (60 MB; one token: 3 x 8 experts, 20 MB of IQ4_XS), as in ggml's
 test-backend-ops, which repeats one tensor; the layers' weights alone exceed L2. Balanced random
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import math
 import os
 import statistics
 import subprocess
@@ -37,7 +39,7 @@ import torch
 from lowbit import QuantType
 from lowbit.moe import moe_align, moe_batched, moe_block_size, moe_layer, moe_vec, select_moe_kernel
 
-HEADER = "op,kernel,qtype,N,K,M,E,top_k,median_us,weight_GBps,tflops,rel_err,gpu,commit,date,notes,plain_us"
+HEADER = "op,kernel,qtype,N,K,M,E,top_k,median_us,weight_GBps,tflops,rel_err,gpu,commit,date,notes,plain_us,graph_calls"
 # ANCHORS.md, ggml MUL_MAT_ID E=128 top-8 N=768 K=2048 on the H200 (re-measured 2026-12-01), us
 GGML_MOE_PROJ: dict[str, dict[int, float]] = {
     "iq2_xxs": {1: 7.4, 8: 26.2, 32: 149.9, 128: 282.4, 512: 323.9},
@@ -74,8 +76,20 @@ def balanced_ids(tokens: int, experts: int, top_k: int, gen: torch.Generator) ->
     return scores.topk(top_k, dim=1).indices.to(torch.int32)
 
 
-def time_us(call: Callable[[int], object], rotation: int, graph: bool) -> tuple[float, float]:
-    """(median per call with CUDA-graph replay or nan, plain-launch median), microseconds."""
+# A replay's own latency (the graph's launch and the last call's tail, 3-8 us) is spread over the
+# calls of the graph: the graph holds whole rounds of the weight rotation, as many as make up about
+# GRAPH_WORK_US of plain-launch time and at most MAX_GRAPH_ROUNDS, so that a call's time is its
+# time among back-to-back calls, as in bench_dense's graphs of 10-20 calls and in ggml's perf mode.
+GRAPH_WORK_US = 500.0
+MAX_GRAPH_ROUNDS = 8
+
+
+def graph_rounds(plain_us: float, rotation: int) -> int:
+    return max(1, min(MAX_GRAPH_ROUNDS, math.ceil(GRAPH_WORK_US / (plain_us * rotation))))
+
+
+def time_us(call: Callable[[int], object], rotation: int, graph: bool) -> tuple[float, float, int]:
+    """(median per call with CUDA-graph replay or nan, plain-launch median, calls per graph), microseconds."""
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         for r in range(rotation):
@@ -96,12 +110,14 @@ def time_us(call: Callable[[int], object], rotation: int, graph: bool) -> tuple[
         end.record()
         end.synchronize()
         plain.append(start.elapsed_time(end) * 1e3)
-    replay = float("nan")
+    plain_med = statistics.median(plain)
+    replay, calls = float("nan"), 0
     if graph:
+        calls = rotation * graph_rounds(plain_med, rotation)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g, stream=stream):
-            for r in range(rotation):
-                call(r)
+            for i in range(calls):
+                call(i % rotation)
         g.replay()
         samples = []
         for _ in range(reps):
@@ -109,10 +125,10 @@ def time_us(call: Callable[[int], object], rotation: int, graph: bool) -> tuple[
             g.replay()
             end.record()
             end.synchronize()
-            samples.append(start.elapsed_time(end) * 1e3 / rotation)
+            samples.append(start.elapsed_time(end) * 1e3 / calls)
         replay = statistics.median(samples)
         del g
-    return replay, statistics.median(plain)
+    return replay, plain_med, calls
 
 
 def dequant_matmul_proj(x, w, qtype, ids, top_k) -> torch.Tensor:
@@ -205,7 +221,7 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                 out = call(0)
                 err = rel_err(out[: check * top_k], ref)
                 graph = kernel != "dequant_matmul"
-                med, plain = time_us(call, len(ws), graph)
+                med, plain, graph_calls = time_us(call, len(ws), graph)
                 t = med if graph else plain
                 notes = ("auto=" + auto if kernel == "auto" else "") + ("" if graph else " plain launches, host sync")
                 if kernel.startswith("moe_batched") or (kernel == "auto" and auto == "moe_batched"):
@@ -226,6 +242,7 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                     rel_err=f"{err:.2e}",
                     notes=notes.strip(),
                     plain_us=f"{plain:.1f}",
+                    graph_calls=graph_calls or "",
                 )
                 writer.writerow(row)
                 rows.append(row)
@@ -266,7 +283,7 @@ def bench_layer(writer, base, tokens_list, gen, vec_max_tokens: int) -> list[dic
                 out = call(0)
                 err = rel_err(out[:check], ref)
                 graph = kernel != "dequant_matmul"
-                med, plain = time_us(call, 1, graph)
+                med, plain, graph_calls = time_us(call, 1, graph)
                 t = med if graph else plain
                 notes = (
                     f"{label}" + (f" auto={auto}" if kernel == "auto" else "") + ("" if graph else " plain, host sync")
@@ -288,6 +305,7 @@ def bench_layer(writer, base, tokens_list, gen, vec_max_tokens: int) -> list[dic
                     rel_err=f"{err:.2e}",
                     notes=notes,
                     plain_us=f"{plain:.1f}",
+                    graph_calls=graph_calls or "",
                 )
                 writer.writerow(row)
                 rows.append(row)
