@@ -36,10 +36,9 @@ void configure_shared_memory(const void* kernel, int bytes, const char* op);
 // JIT-compiled for a newer GPU): its blocks may then start while the kernel before finishes (it
 // reads only weights until pdl_wait_for_primary), else a plain stream-ordered launch.
 template <auto kKernel, class... Args>
-void launch_programmatic(unsigned blocks, int threads, int smem, cudaStream_t stream, const char* name,
-                         const Args&... args) {
+void launch_programmatic(dim3 grid, int threads, int smem, cudaStream_t stream, const char* name, const Args&... args) {
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(blocks);
+  config.gridDim = grid;
   config.blockDim = dim3(static_cast<unsigned>(threads));
   config.dynamicSmemBytes = static_cast<size_t>(smem);
   config.stream = stream;

@@ -40,6 +40,7 @@ template <class Traits, int kTokens, bool kGated, bool kInt8>
 __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8, true>::kBlocksPerSm)
     mmq_grouped_kernel(MoeProjArgs a, const uint8_t* xp, int64_t k_pad) {
   using Gt = MmqGroupedTiling<Traits, kTokens, kGated, kInt8>;
+  pdl_wait_for_primary();  // as in mmq_wgmma_kernel: the routing and the prologue are read below
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kTokens;
   if (first >= a.num_padded[0] || first >= a.sorted_capacity) return;  // experts with no pair cost nothing
   const int32_t e = a.block_experts[blockIdx.x];
@@ -105,8 +106,8 @@ void launch_grouped_tiles(const MoeProjArgs& a, const uint8_t* xp, int64_t k_pad
   configure_shared_memory(reinterpret_cast<const void*>(kernel), Gt::kSmemBytes, "moe_batched");
   const dim3 grid(static_cast<unsigned>((a.sorted_capacity + kTokens - 1) / kTokens),
                   static_cast<unsigned>((a.n + Gt::kOutputsPerBlock - 1) / Gt::kOutputsPerBlock));
-  kernel<<<grid, 256, Gt::kSmemBytes, stream>>>(a, xp, k_pad);
-  check_launch("moe_batched (grouped mmq)");
+  launch_programmatic<&mmq_grouped_kernel<Traits, kTokens, kGated, kInt8>>(grid, 256, Gt::kSmemBytes, stream,
+                                                                           "moe_batched (grouped mmq)", a, xp, k_pad);
 }
 
 template <class Traits, int kTokens, bool kInt8>

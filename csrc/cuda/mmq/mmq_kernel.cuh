@@ -51,6 +51,8 @@ __host__ __device__ constexpr int mmq_permuted_source(int j) {
 // per output pair (the pair's sources are neighbours too).
 template <class Act>
 __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_t k_pad) {
+  // the tiles kernel after it may start its blocks now: it waits for this grid before any read
+  pdl_launch_dependents();
   const int64_t pairs_per_row = k_pad / 2;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= a.m * pairs_per_row) return;
@@ -84,6 +86,7 @@ __device__ __forceinline__ void fence_accumulators(int (&acc)[N]) {
 // run's scale after the unit's codes. Zeros past K.
 template <class Act, I8Order kOrder>
 __global__ void __launch_bounds__(256) mmq_quantize_activations(MmqArgs a, int64_t k_pad) {
+  pdl_launch_dependents();           // as in mmq_permute_activations
   const int64_t groups = k_pad / 8;  // a multiple of 32: quads never straddle tokens
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool active = i < a.m * groups;
@@ -335,6 +338,10 @@ template <class Traits, int kTokens, bool kInt8>
 __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlocksPerSm)
     mmq_wgmma_kernel(MmqArgs a, int64_t k_pad, int splits) {
   using Tl = MmqTiling<Traits, kTokens, kInt8>;
+  // A programmatic launch after the activation prologue: its blocks take their multiprocessors
+  // while the prologue drains; everything below reads or writes what the prologue or the work
+  // before it touched.
+  pdl_wait_for_primary();
   extern __shared__ uint8_t smem_raw[];
   uint8_t* const smem = aligned_mmq_smem(smem_raw);
 
@@ -421,8 +428,8 @@ void launch_mmq_tiles(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream)
   configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::kSmemBytes, "mmq");
   const dim3 grid(static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows),
                   static_cast<unsigned>((a.m + kTokens - 1) / kTokens), static_cast<unsigned>(c.splits));
-  kernel<<<grid, Tl::kThreads, Tl::kSmemBytes, stream>>>(a, c.k_pad, c.splits);
-  check_launch("mmq");
+  launch_programmatic<&mmq_wgmma_kernel<Traits, kTokens, kInt8>>(grid, Tl::kThreads, Tl::kSmemBytes, stream, "mmq", a,
+                                                                 c.k_pad, c.splits);
 }
 
 template <QuantType T>

@@ -48,25 +48,46 @@ __global__ void __launch_bounds__(kSegment)
     counts[static_cast<int64_t>(blockIdx.x) * experts + e] = hist[e];
 }
 
+constexpr int kScanWarps = kScanThreads / 32;
+static_assert(kScanThreads % 32 == 0 && kScanWarps <= 32, "one warp scans the warps' totals");
+
+// Inclusive sum of `value` over the block's kScanThreads threads in thread order: a shuffle scan
+// per warp, then one over the warps' totals (two barriers, where a scan through shared memory
+// takes two per step). `warp_totals`: kScanWarps ints of shared scratch. `total`: the block's sum.
+__device__ int32_t block_inclusive_sum(int32_t value, int32_t* warp_totals, int32_t& total) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int32_t below = __shfl_up_sync(0xFFFFFFFFu, value, d);
+    if (lane >= d) value += below;
+  }
+  if (lane == 31) warp_totals[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    int32_t t = lane < kScanWarps ? warp_totals[lane] : 0;
+#pragma unroll
+    for (int d = 1; d < kScanWarps; d *= 2) {
+      const int32_t below = __shfl_up_sync(0xFFFFFFFFu, t, d);
+      if (lane >= d) t += below;
+    }
+    if (lane < kScanWarps) warp_totals[lane] = t;
+  }
+  __syncthreads();
+  total = warp_totals[kScanWarps - 1];
+  return value + (warp > 0 ? warp_totals[warp - 1] : 0);
+}
+
 // Thread e < experts holds expert e's pair count `total`: lays the experts' padded runs out
 // (sorted_pairs' padding sentinels, block_experts, num_padded, the unused tail) and returns the
-// expert's first slot. Called by all kScanThreads threads of the block (`scan`: their shared
-// scratch).
+// expert's first slot. Called by all kScanThreads threads of the block (`scan`: kScanWarps ints
+// of shared scratch).
 __device__ int32_t lay_out_experts(int32_t total, int32_t experts, int32_t block_size, int32_t pairs,
                                    int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts, int64_t blocks,
                                    int32_t* num_padded, int32_t* scan) {
   const int e = threadIdx.x;
   const int32_t padded = e < experts ? (total + block_size - 1) / block_size * block_size : 0;
-  scan[e] = padded;
-  __syncthreads();
-  for (int step = 1; step < kScanThreads; step *= 2) {  // inclusive Hillis-Steele scan
-    const int32_t add = e >= step ? scan[e - step] : 0;
-    __syncthreads();
-    scan[e] += add;
-    __syncthreads();
-  }
-  const int32_t used = scan[kScanThreads - 1];
-  const int32_t offset = scan[e] - padded;
+  int32_t used;
+  const int32_t offset = block_inclusive_sum(padded, scan, used) - padded;
   if (e < experts) {
     for (int32_t r = offset + total; r < offset + padded; ++r) sorted_pairs[r] = pairs;
     for (int32_t b = offset / block_size; b < (offset + padded) / block_size; ++b) block_experts[b] = e;
@@ -81,7 +102,7 @@ __global__ void __launch_bounds__(kScanThreads)
     expert_offsets_kernel(int32_t* counts, int64_t segments, int32_t experts, int32_t block_size, int32_t pairs,
                           int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts, int64_t blocks,
                           int32_t* num_padded) {
-  __shared__ int32_t scan[kScanThreads];
+  __shared__ int32_t scan[kScanWarps];
   const int e = threadIdx.x;
   int32_t total = 0;
   if (e < experts)
@@ -99,37 +120,47 @@ __global__ void __launch_bounds__(kScanThreads)
 }
 
 // The whole routing of up to kMoeOneBlockPairs pairs in one block of kScanThreads threads: small
-// routings are four launches' latency in the four-kernel form, and one block's work here. Pass 1
-// counts each expert's pairs in shared memory; lay_out_experts gives their first slots; pass 2
-// takes the pairs a chunk of kScanThreads at a time, in pair order, and ranks each within its
-// expert by the chunk's earlier warps (per-warp histograms) and its warp's earlier lanes (a warp
-// match), from the expert's running next slot.
+// routings are four launches' latency in the four-kernel form, and one block's work here. Thread t
+// reads the experts of pairs t, t + kScanThreads, ... once, all loads in flight together, and keeps
+// them in registers for both passes (the block's time is latency: one read of the ids, not one
+// per pass and chunk). Pass 1 counts each expert's pairs in shared memory; lay_out_experts gives
+// their first slots; pass 2 takes the pairs a chunk of kScanThreads at a time, in pair order, and
+// ranks each within its expert by the chunk's earlier warps (per-warp histograms) and its warp's
+// earlier lanes (a warp match), from the expert's running next slot.
 __global__ void __launch_bounds__(kScanThreads)
     routing_one_block_kernel(PairExperts experts, int32_t pairs, int32_t block_size, int32_t* sorted_pairs,
                              int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded,
                              int32_t* pair_slots) {
-  constexpr int kWarps = kScanThreads / 32;
+  constexpr int kChunks = static_cast<int>(kMoeOneBlockPairs / kScanThreads);
+  static_assert(kMoeOneBlockPairs % kScanThreads == 0, "whole chunks");
   __shared__ int32_t next_slot[kMoeMaxExperts];  // pass 1: counts; pass 2: each expert's next slot
-  __shared__ int32_t scan[kScanThreads];
-  __shared__ int32_t warp_hist[kWarps][kMoeMaxExperts];
+  __shared__ int32_t scan[kScanWarps];
+  __shared__ int32_t warp_hist[kScanWarps][kMoeMaxExperts];
   const auto E = static_cast<int32_t>(experts.experts);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int e = threadIdx.x; e < E; e += kScanThreads) next_slot[e] = 0;
-  for (int i = threadIdx.x; i < kWarps * E; i += kScanThreads) warp_hist[i / E][i % E] = 0;
-  __syncthreads();
-  for (int32_t p = threadIdx.x; p < pairs; p += kScanThreads) {
-    const int32_t e = experts.of(p);
-    if (e >= 0) atomicAdd(&next_slot[e], 1);  // integer counts: the same whatever the order
+  int32_t pair_expert[kChunks];  // pairs <= kMoeOneBlockPairs (launch_moe_routing)
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int32_t p = c * kScanThreads + static_cast<int32_t>(threadIdx.x);
+    pair_expert[c] = p < pairs ? experts.of(p) : -1;
   }
+  for (int e = threadIdx.x; e < E; e += kScanThreads) next_slot[e] = 0;
+  for (int i = threadIdx.x; i < kScanWarps * E; i += kScanThreads) warp_hist[i / E][i % E] = 0;
+  __syncthreads();
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+    if (pair_expert[c] >= 0) atomicAdd(&next_slot[pair_expert[c]], 1);  // integer counts: any order
   __syncthreads();
   const int32_t total = threadIdx.x < E ? next_slot[threadIdx.x] : 0;
   const int32_t offset =
       lay_out_experts(total, E, block_size, pairs, sorted_pairs, capacity, block_experts, blocks, num_padded, scan);
   if (threadIdx.x < E) next_slot[threadIdx.x] = offset;
   __syncthreads();
-  for (int32_t base = 0; base < pairs; base += kScanThreads) {
-    const int32_t p = base + static_cast<int32_t>(threadIdx.x);
-    const int32_t e = p < pairs ? experts.of(p) : -1;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    if (c * kScanThreads >= pairs) break;  // the same for the whole block
+    const int32_t p = c * kScanThreads + static_cast<int32_t>(threadIdx.x);
+    const int32_t e = pair_expert[c];
     const unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
     const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
     const bool leader = e >= 0 && rank_in_warp == 0;
