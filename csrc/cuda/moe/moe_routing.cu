@@ -1,6 +1,6 @@
 // MoE routing on the device (lowbit/cuda_moe.h, moe_align): no host read.
-// Up to kMoeOneBlockPairs pairs, one kernel of one block (routing_one_block_kernel): a counting
-// sort with one histogram per warp, each warp over a contiguous range of the pairs.
+// Up to kMoeOneBlockPairs pairs, one kernel of one block (routing_one_block_kernel): the pairs'
+// experts counted in shared memory, the scan, then the pairs placed a block-wide chunk at a time.
 // Beyond, four small kernels, each spread over the pairs:
 //   1. pair_experts: each pair's local expert (-1 when dropped).
 //   2. segment histograms: block s counts the experts of pairs [256 s, 256 s + 256).
@@ -119,82 +119,67 @@ __global__ void __launch_bounds__(kScanThreads)
   }
 }
 
-// The whole routing of up to kMoeOneBlockPairs pairs in one block of kScanThreads threads (small
-// routings are four launches' latency in the four-kernel form, and one block's work here): a
-// counting sort with one histogram row per warp. Warp w takes a contiguous range of the pairs in
-// runs of 32 (its lanes) and reads their experts once, all loads in flight, kept in registers
-// with each run's warp match:
-//   1. each warp counts its range's experts in its own row (the first lane of each expert in a
-//      run adds the run's count);
-//   2. per expert, the rows become exclusive prefixes over the warps; lay_out_experts places the
-//      experts' padded runs; each row entry becomes warp w's first slot for that expert;
-//   3. each warp walks its runs in pair order and places each pair at its row's slot plus its
-//      rank among the run's earlier lanes of its expert, then the first lane advances the row.
-// Block barriers only between the steps (ranking 512 pairs at a time took three per 512 pairs and
-// was the slower form, NOTES.md): within a step a warp orders itself (__syncwarp). The slots are
-// a function of the ids alone, stable in pair order.
+// The whole routing of up to kMoeOneBlockPairs pairs in one block of kScanThreads threads: small
+// routings are four launches' latency in the four-kernel form, and one block's work here. Thread t
+// reads the experts of pairs t, t + kScanThreads, ... once, all loads in flight together, and keeps
+// them in registers for both passes (the block's time is latency: one read of the ids, not one
+// per pass and chunk). Pass 1 counts each expert's pairs in shared memory; lay_out_experts gives
+// their first slots; pass 2 takes the pairs a chunk of kScanThreads at a time, in pair order, and
+// ranks each within its expert by the chunk's earlier warps (per-warp histograms) and its warp's
+// earlier lanes (a warp match), from the expert's running next slot.
 __global__ void __launch_bounds__(kScanThreads)
     routing_one_block_kernel(PairExperts experts, int32_t pairs, int32_t block_size, int32_t* sorted_pairs,
                              int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded,
                              int32_t* pair_slots) {
-  constexpr int kRuns = static_cast<int>(kMoeOneBlockPairs / kScanThreads);  // runs per warp, at most
-  static_assert(kMoeOneBlockPairs % kScanThreads == 0, "whole runs");
+  constexpr int kChunks = static_cast<int>(kMoeOneBlockPairs / kScanThreads);
+  static_assert(kMoeOneBlockPairs % kScanThreads == 0, "whole chunks");
+  __shared__ int32_t next_slot[kMoeMaxExperts];  // pass 1: counts; pass 2: each expert's next slot
   __shared__ int32_t scan[kScanWarps];
   __shared__ int32_t warp_hist[kScanWarps][kMoeMaxExperts];
   const auto E = static_cast<int32_t>(experts.experts);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const unsigned lower_lanes = (1u << lane) - 1u;
-  // warp w's pairs: [w * span, (w + 1) * span), span a multiple of 32 (pairs <= kMoeOneBlockPairs,
-  // launch_moe_routing), the same for the whole block
-  const int32_t span = (pairs + kScanThreads - 1) / kScanThreads * 32;
-  const int runs = span / 32;
-  const int32_t first = warp * span + lane;
-  int32_t pair_expert[kRuns];
-  unsigned peers[kRuns];
+  int32_t pair_expert[kChunks];  // pairs <= kMoeOneBlockPairs (launch_moe_routing)
 #pragma unroll
-  for (int i = 0; i < kRuns; ++i) {
-    const int32_t p = first + 32 * i;
-    pair_expert[i] = i < runs && p < pairs ? experts.of(p) : -1;
+  for (int c = 0; c < kChunks; ++c) {
+    const int32_t p = c * kScanThreads + static_cast<int32_t>(threadIdx.x);
+    pair_expert[c] = p < pairs ? experts.of(p) : -1;
   }
+  for (int e = threadIdx.x; e < E; e += kScanThreads) next_slot[e] = 0;
   for (int i = threadIdx.x; i < kScanWarps * E; i += kScanThreads) warp_hist[i / E][i % E] = 0;
   __syncthreads();
 #pragma unroll
-  for (int i = 0; i < kRuns; ++i) {
-    if (i >= runs) break;
-    const int32_t e = pair_expert[i];
-    peers[i] = __match_any_sync(0xFFFFFFFFu, e);
-    if (e >= 0 && (peers[i] & lower_lanes) == 0) warp_hist[warp][e] += __popc(peers[i]);
-    __syncwarp();  // the next run's first lane of an expert may be another lane
-  }
+  for (int c = 0; c < kChunks; ++c)
+    if (pair_expert[c] >= 0) atomicAdd(&next_slot[pair_expert[c]], 1);  // integer counts: any order
   __syncthreads();
-  int32_t total = 0;
-  if (threadIdx.x < E)
-    for (int w = 0; w < kScanWarps; ++w) {
-      const int32_t count = warp_hist[w][threadIdx.x];
-      warp_hist[w][threadIdx.x] = total;
-      total += count;
-    }
+  const int32_t total = threadIdx.x < E ? next_slot[threadIdx.x] : 0;
   const int32_t offset =
       lay_out_experts(total, E, block_size, pairs, sorted_pairs, capacity, block_experts, blocks, num_padded, scan);
-  if (threadIdx.x < E)
-    for (int w = 0; w < kScanWarps; ++w) warp_hist[w][threadIdx.x] += offset;
+  if (threadIdx.x < E) next_slot[threadIdx.x] = offset;
   __syncthreads();
 #pragma unroll
-  for (int i = 0; i < kRuns; ++i) {
-    if (i >= runs) break;
-    const int32_t p = first + 32 * i;
-    const int32_t e = pair_expert[i];
-    const bool lead = e >= 0 && (peers[i] & lower_lanes) == 0;
+  for (int c = 0; c < kChunks; ++c) {
+    if (c * kScanThreads >= pairs) break;  // the same for the whole block
+    const int32_t p = c * kScanThreads + static_cast<int32_t>(threadIdx.x);
+    const int32_t e = pair_expert[c];
+    const unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
+    const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
+    const bool leader = e >= 0 && rank_in_warp == 0;
+    if (leader) warp_hist[warp][e] = __popc(peers);
+    __syncthreads();
     if (e >= 0) {
-      const int32_t slot = warp_hist[warp][e] + __popc(peers[i] & lower_lanes);
+      int32_t slot = next_slot[e] + rank_in_warp;
+      for (int w = 0; w < warp; ++w) slot += warp_hist[w][e];
       sorted_pairs[slot] = p;
       pair_slots[p] = slot;
     } else if (p < pairs) {
       pair_slots[p] = -1;
     }
-    __syncwarp();  // every lane read its expert's slot before the first lane moves it on
-    if (lead) warp_hist[warp][e] += __popc(peers[i]);
-    __syncwarp();
+    __syncthreads();  // every slot of this chunk read next_slot and warp_hist before they move on
+    if (leader) {
+      atomicAdd(&next_slot[e], __popc(peers));  // integer sums: the same whatever the order
+      warp_hist[warp][e] = 0;
+    }
+    __syncthreads();
   }
 }
 
