@@ -122,11 +122,10 @@ __global__ void __launch_bounds__(kScanThreads)
 // The whole routing of up to kMoeOneBlockPairs pairs in one block of kScanThreads threads: small
 // routings are four launches' latency in the four-kernel form, and one block's work here. Thread t
 // reads the experts of pairs t, t + kScanThreads, ... once, all loads in flight together, and keeps
-// them in registers for both passes (the block's time is latency: one read of the ids, not one
-// per pass and chunk). Pass 1 counts each expert's pairs in shared memory; lay_out_experts gives
-// their first slots; pass 2 takes the pairs a chunk of kScanThreads at a time, in pair order, and
-// ranks each within its expert by the chunk's earlier warps (per-warp histograms) and its warp's
-// earlier lanes (a warp match), from the expert's running next slot.
+// them in registers for both passes. Pass 1 counts each expert's pairs in shared memory;
+// lay_out_experts gives their first slots; pass 2 takes the pairs a chunk of kScanThreads at a
+// time, in pair order, and ranks each within its expert by the chunk's earlier warps (per-warp
+// histograms) and its warp's earlier lanes (a warp match), from the expert's running next slot.
 __global__ void __launch_bounds__(kScanThreads)
     routing_one_block_kernel(PairExperts experts, int32_t pairs, int32_t block_size, int32_t* sorted_pairs,
                              int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded,
