@@ -85,7 +85,7 @@ MAX_GRAPH_ROUNDS = 8
 
 
 def graph_rounds(plain_us: float, rotation: int) -> int:
-    return max(1, min(MAX_GRAPH_ROUNDS, math.ceil(GRAPH_WORK_US / (plain_us * rotation))))
+    return max(1, min(MAX_GRAPH_ROUNDS, math.ceil(GRAPH_WORK_US / (max(plain_us, 1e-3) * rotation))))
 
 
 def time_us(call: Callable[[int], object], rotation: int, graph: bool) -> tuple[float, float, int]:

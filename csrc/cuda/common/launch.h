@@ -34,7 +34,8 @@ void configure_shared_memory(const void* kernel, int bytes, const char* op);
 // Launches kKernel(args...) as a programmatic dependent of the work before it in the stream
 // where the code that runs was compiled with griddepcontrol (PTX 9.0+, not e.g. a compute_89 PTX
 // JIT-compiled for a newer GPU): its blocks may then start while the kernel before finishes (it
-// reads only weights until pdl_wait_for_primary), else a plain stream-ordered launch.
+// reads nothing the work before it writes until pdl_wait_for_primary), else a plain
+// stream-ordered launch.
 template <auto kKernel, class... Args>
 void launch_programmatic(dim3 grid, int threads, int smem, cudaStream_t stream, const char* name, const Args&... args) {
   cudaLaunchConfig_t config{};
