@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-mmq|sanitize-moe|bench|bench-mmq|bench-moe|ab|ncu|ncu-moe|profile-moe|pack|
+#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-mmq|sanitize-moe|bench|bench-mmq|bench-moe|ab|ab-test|ncu|ncu-moe|profile-moe|pack|
 #   gbench|gdb ...]
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
@@ -13,8 +13,9 @@
 #   AB_MATH: mmq's and moe_batched's arithmetic) on AB_TYPES (default: the nine I-quants) at AB_M
 #   (default 1,2); AB_BUILDS replaces the builds compared
 #   (default "new=python base=ab-base/python"; NAME=DIR,KEY=VALUE sets an environment knob for one).
-#   Carry the ab-* trees on the call that builds them only: a later call that carries them again
-#   replaces the trees (and their builds) there.
+#   ab-test runs the Python tests (AB_TEST_FILES) on each of those trees with its own build, so that
+#   a candidate is tested and timed in one call. Carry the ab-* trees on the call that builds them
+#   only: a later call that carries them again replaces the trees (and their builds) there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/lowbit-out}"
@@ -25,6 +26,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
+site_path="${PYTHONPATH:-}"  # without this tree's package (ab-test puts each tree's first)
 export PYTHONPATH="$PWD/python:${PYTHONPATH:-}"
 export LOWBIT_COMMIT="${LOWBIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
@@ -54,11 +56,24 @@ for step in "${steps[@]}"; do
       base_pid="${pids[*]}" ;;
     ab)
       for pid in $base_pid; do wait "$pid"; rc=$?; echo "build-base rc=$rc"; [ $rc -eq 0 ] || { tail -20 "$OUT"/build-ab*.log; exit 1; }; done
+      base_pid=""
       build_args=()
       for spec in ${AB_BUILDS:-new=python base=ab-base/python}; do build_args+=(--build "$spec"); done
       python3 benchmarks/ab_builds.py --op "${AB_OP:-mmvq}" --math "${AB_MATH:-auto}" "${build_args[@]}" \
         --types "${AB_TYPES:-iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,iq4_nl,iq4_xs}" --m "${AB_M:-1,2}" \
         > "$OUT/ab.txt" 2>&1; echo "ab rc=$?"; cat "$OUT/ab.txt" ;;
+    ab-test)
+      # the Python tests (AB_TEST_FILES, default the MMQ and MoE files) on each tree of AB_DIRS
+      # with its own build (build-base), each file in its own process; waits for the builds
+      for pid in $base_pid; do wait "$pid"; rc=$?; echo "build-base rc=$rc"; [ $rc -eq 0 ] || { tail -20 "$OUT"/build-ab*.log; exit 1; }; done
+      base_pid=""
+      for d in ${AB_DIRS:-ab-base}; do
+        for f in ${AB_TEST_FILES:-tests/python/test_mmq.py tests/python/test_moe_ops.py tests/python/test_moe_cuda.py}; do
+          ( cd "$d" && PYTHONPATH="$PWD/python${site_path:+:$site_path}" timeout 300 python3 -X faulthandler -m pytest -q -p no:cacheprovider "$f" \
+              > "$OUT/ab-test-$d-$(basename "$f" .py).log" 2>&1 )
+          echo "ab-test $d $f rc=$? $(tail -1 "$OUT/ab-test-$d-$(basename "$f" .py).log")"
+        done
+      done ;;
     build)
       use_system_cxx
       echo "CXX=${CXX:-default} $(${CXX:-g++} --version | head -1)"
