@@ -61,8 +61,8 @@ def bench_shape(q: lowbit.QuantType, n: int, k: int, ms: list[int], rows: bd.Row
         )
         kernels.append(("auto", lambda r, x=x: rw.linear(x, r), f"dispatcher chose {choice['kernel']}"))
         # Two rounds in alternating order, the faster of each kernel's two medians kept: timed once
-        # in a fixed order, `auto` (last) measured 8-12% behind the same dequantize + GEMM timed just
-        # before it at M = 8192 (2026-12-02, 85a50ee), so the order must not decide a row.
+        # in a fixed order, the last kernel measured behind the same kernels timed just before it
+        # (benchmarks/NOTES.md, M = 8192), so the order must not decide a row.
         best: dict[str, tuple[float, float]] = {}
         for order in (kernels, kernels[::-1]):
             for kernel, call, _ in order:

@@ -76,7 +76,7 @@ def balanced_ids(tokens: int, experts: int, top_k: int, gen: torch.Generator) ->
     return scores.topk(top_k, dim=1).indices.to(torch.int32)
 
 
-# A replay's own latency (the graph's launch and the last call's tail, 3-8 us) is spread over the
+# A replay's own latency (the graph's launch and the last call's tail) is spread over the
 # calls of the graph: the graph holds whole rounds of the weight rotation, as many as make up about
 # GRAPH_WORK_US of plain-launch time and at most MAX_GRAPH_ROUNDS, so that a call's time is its
 # time among back-to-back calls, as in bench_dense's graphs of 10-20 calls and in ggml's perf mode.

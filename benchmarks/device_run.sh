@@ -38,6 +38,14 @@ use_system_cxx() {
   done
 }
 base_pid=""
+# the trees build-base started: wait for each once (ab and ab-test both need them)
+wait_base_builds() {
+  for pid in $base_pid; do
+    wait "$pid"; rc=$?; echo "build-base rc=$rc"
+    [ $rc -eq 0 ] || { tail -20 "$OUT"/build-ab*.log; exit 1; }
+  done
+  base_pid=""
+}
 for step in "${steps[@]}"; do
   case "$step" in
     build-base)
@@ -55,8 +63,7 @@ for step in "${steps[@]}"; do
       done
       base_pid="${pids[*]}" ;;
     ab)
-      for pid in $base_pid; do wait "$pid"; rc=$?; echo "build-base rc=$rc"; [ $rc -eq 0 ] || { tail -20 "$OUT"/build-ab*.log; exit 1; }; done
-      base_pid=""
+      wait_base_builds
       build_args=()
       for spec in ${AB_BUILDS:-new=python base=ab-base/python}; do build_args+=(--build "$spec"); done
       python3 benchmarks/ab_builds.py --op "${AB_OP:-mmvq}" --math "${AB_MATH:-auto}" "${build_args[@]}" \
@@ -65,8 +72,7 @@ for step in "${steps[@]}"; do
     ab-test)
       # the Python tests (AB_TEST_FILES, default the MMQ and MoE files) on each tree of AB_DIRS
       # with its own build (build-base), each file in its own process; waits for the builds
-      for pid in $base_pid; do wait "$pid"; rc=$?; echo "build-base rc=$rc"; [ $rc -eq 0 ] || { tail -20 "$OUT"/build-ab*.log; exit 1; }; done
-      base_pid=""
+      wait_base_builds
       for d in ${AB_DIRS:-ab-base}; do
         for f in ${AB_TEST_FILES:-tests/python/test_mmq.py tests/python/test_moe_ops.py tests/python/test_moe_cuda.py}; do
           ( cd "$d" && PYTHONPATH="$PWD/python${site_path:+:$site_path}" timeout 300 python3 -X faulthandler -m pytest -q -p no:cacheprovider "$f" \

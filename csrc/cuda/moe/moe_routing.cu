@@ -121,8 +121,8 @@ __global__ void __launch_bounds__(kScanThreads)
 
 // The whole routing of up to kMoeOneBlockPairs pairs in one block of kScanThreads threads: small
 // routings are four launches' latency in the four-kernel form, and one block's work here. Thread t
-// reads the experts of pairs t, t + kScanThreads, ... once, all loads in flight together, and keeps
-// them in registers for both passes. Pass 1 counts each expert's pairs in shared memory;
+// reads the experts of pairs t, t + kScanThreads, ... once, every load issued before any is used,
+// and keeps them in registers for both passes. Pass 1 counts each expert's pairs in shared memory;
 // lay_out_experts gives their first slots; pass 2 takes the pairs a chunk of kScanThreads at a
 // time, in pair order, and ranks each within its expert by the chunk's earlier warps (per-warp
 // histograms) and its warp's earlier lanes (a warp match), from the expert's running next slot.
