@@ -139,7 +139,7 @@ void launch_moe_grouped_mmq(const MoeProjArgs& a, uint8_t* workspace, cudaStream
       launch_grouped<Traits, tile(), true>(a, workspace, k_pad, stream);
     });
   } else {
-    launch_mmq_permute(prologue, k_pad, stream);
+    launch_mmq_permute<Traits>(prologue, k_pad, stream);
     launched = visit_token_tile(a.block_size,
                                 [&](auto tile) { launch_grouped<Traits, tile(), false>(a, workspace, k_pad, stream); });
   }

@@ -6,10 +6,11 @@
 // unit's 128 rows (each warp copies its own 16 rows as the bf16 MMVQ does: RowStager) and the
 // activations of the T tokens, bf16 in the 128-byte swizzle that wgmma's B descriptor reads.
 // Each warp decodes its 16 rows with the format's decode primitive straight into the A fragment
-// of a register-sourced wgmma (m64 nT k16, float32 accumulate): lane (g, t) decodes weights
-// [8t, 8t + 8) of each 32-weight span for rows g and g + 8, which is the fragment once the
-// activations are stored in the matching K order (mmq_permuted_source). A prologue kernel writes
-// that order once per call, so the main loop moves activations with plain 16-byte copies. Decode
+// of a register-sourced wgmma (m64 nT k16, float32 accumulate): lane (g, t) decodes eight weights
+// of each 32-weight span for rows g and g + 8 (weights [8t, 8t + 8), or for the nibble formats
+// the pairs of code bytes [4t, 4t + 4)), which is the fragment once the activations are stored in
+// the matching K order (mmq_k_order.h). A prologue kernel writes that order once per call, so the
+// main loop moves activations with plain 16-byte copies. Decode
 // of one 64-weight slice overlaps the wgmma of the slice before, across units too. With a split K, blocks write
 // float32 partial sums that a second kernel adds in a fixed order (deterministic).
 //
@@ -31,8 +32,10 @@
 #include "cuda/common/launch.h"
 #include "cuda/common/ptx.cuh"
 #include "cuda/common/render_bf16.cuh"
+#include "cuda/mmq/mmq_k_order.h"
 #include "cuda/mmq/mmq_launch.h"
 #include "cuda/mmq/mmq_tiling.h"
+#include "cuda/mmq/nibble_pairs_bf16.cuh"
 #include "cuda/mmq/wgmma.cuh"
 #include "cuda/mmvq/row_pipeline.cuh"
 #include "lowbit/error.h"
@@ -40,16 +43,9 @@
 
 namespace lowbit::cuda_detail {
 
-// Position j (0..31) of a 32-weight span in the permuted activations holds weight
-// mmq_permuted_source(j) of the span: the m16k16 fragment's k index 2t, 2t + 1 (step s) and
-// 2t + 8, 2t + 9 of the two k16 steps a span makes are weights 8t + 4s + {0, 1} and 8t + 4s + {2, 3}.
-__host__ __device__ constexpr int mmq_permuted_source(int j) {
-  return 8 * ((j & 7) >> 1) + 4 * (j >> 4) + 2 * ((j >> 3) & 1) + (j & 1);
-}
-
-// xp[r, j] = bf16(x[r, span(j) * 32 + mmq_permuted_source(j mod 32)]), zero past K; one thread
-// per output pair (the pair's sources are neighbours too).
-template <class Act>
+// xp[r, j] = bf16(x[r, span(j) * 32 + mmq_span_source<kNibblePairs>(j mod 32)]), zero past K; one
+// thread per output pair (neighbours in x, or 16 apart in the nibble formats' pair order).
+template <class Act, bool kNibblePairs>
 __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_t k_pad) {
   // the tiles kernel after it may start its blocks now: it waits for this grid before any read
   pdl_launch_dependents();
@@ -58,13 +54,13 @@ __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_
   if (i >= a.m * pairs_per_row) return;
   const int64_t r = i / pairs_per_row;
   const int64_t j = 2 * (i - r * pairs_per_row);
-  const int64_t src = (j & ~int64_t{31}) + mmq_permuted_source(static_cast<int>(j & 31));
-  float v0 = 0.0f, v1 = 0.0f;
-  if (src < a.k) {
-    const Act* x = static_cast<const Act*>(a.x) + r * a.x_row_stride + src;
-    v0 = static_cast<float>(x[0]);  // float, __nv_bfloat16 and __half all convert exactly
-    v1 = static_cast<float>(x[1]);
-  }
+  const int64_t span = j & ~int64_t{31};
+  const int64_t src0 = span + mmq_span_source<kNibblePairs>(static_cast<int>(j & 31));
+  const int64_t src1 = span + mmq_span_source<kNibblePairs>(static_cast<int>(j & 31) + 1);
+  const Act* const x = static_cast<const Act*>(a.x) + r * a.x_row_stride;
+  // float, __nv_bfloat16 and __half all convert exactly
+  const float v0 = src0 < a.k ? static_cast<float>(x[src0]) : 0.0f;
+  const float v1 = src1 < a.k ? static_cast<float>(x[src1]) : 0.0f;
   reinterpret_cast<__nv_bfloat162*>(a.workspace)[(r * k_pad + j) / 2] = __floats2bfloat162_rn(v0, v1);
 }
 
@@ -141,6 +137,8 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
       return shared_codebooks<Traits::kCodebook>(smem);
   }();
   uint8_t* const ring = smem + Tl::kCodebookBytes;
+  const uint32_t* pair_table = nullptr;  // visible after the first unit's barrier, as the codebook
+  if constexpr (Tl::kNibblePairs) pair_table = build_nibble_pair_table(smem + codebook_bytes(Traits::kCodebook));
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -250,8 +248,16 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
           uint32_t wlo[4] = {0, 0, 0, 0}, whi[4] = {0, 0, 0, 0};
           if (s < subs) {
             const int group = Rows::kBlocksPerUnit == 1 ? s * 4 + t : t;
-            render_bf16(Traits::decode_group(block_ref(lo, lo_exists, row_lo, k0, s), group, cb), wlo);
-            render_bf16(Traits::decode_group(block_ref(hi, hi_exists, row_hi, k0, s), group, cb), whi);
+            const BlockRef b_lo = block_ref(lo, lo_exists, row_lo, k0, s),
+                           b_hi = block_ref(hi, hi_exists, row_hi, k0, s);
+            if constexpr (Tl::kNibblePairs) {
+              const int scale_index = Rows::kBlocksPerUnit == 1 ? s : 0;
+              decode_nibble_pairs(Traits::code_word(b_lo, group), Traits::scale_i8(b_lo, scale_index), pair_table, wlo);
+              decode_nibble_pairs(Traits::code_word(b_hi, group), Traits::scale_i8(b_hi, scale_index), pair_table, whi);
+            } else {
+              render_bf16(Traits::decode_group(b_lo, group, cb), wlo);
+              render_bf16(Traits::decode_group(b_hi, group, cb), whi);
+            }
           }
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
@@ -403,11 +409,14 @@ void visit_activation_type(FloatType type, F&& f) {
   }
 }
 
-// The permutation prologue over a.m rows of a.x into a.workspace ([a.m, k_pad] bf16).
-inline void launch_mmq_permute(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
+// The permutation prologue over a.m rows of a.x into a.workspace ([a.m, k_pad] bf16), in the K
+// order of type Traits' bf16 decode.
+template <class Traits>
+void launch_mmq_permute(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>((a.m * (k_pad / 2) + 255) / 256);
-  visit_activation_type(
-      a.x_type, [&](auto act) { mmq_permute_activations<decltype(act)><<<blocks, 256, 0, stream>>>(a, k_pad); });
+  visit_activation_type(a.x_type, [&](auto act) {
+    mmq_permute_activations<decltype(act), kMmqNibblePairs<Traits>><<<blocks, 256, 0, stream>>>(a, k_pad);
+  });
   check_launch("mmq (activations)");
 }
 
@@ -446,7 +455,7 @@ void launch_mmq(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
     if (!launched)
       detail::fail("mmq: no int8 kernel for ", Traits::kName, " at ", c.tokens_per_tile, " tokens per tile");
   } else {
-    launch_mmq_permute(a, c.k_pad, stream);
+    launch_mmq_permute<Traits>(a, c.k_pad, stream);
     launched =
         visit_token_tile(c.tokens_per_tile, [&](auto tile) { launch_mmq_tiles<Traits, tile(), false>(a, c, stream); });
     if (!launched) detail::fail("mmq: no kernel for ", c.tokens_per_tile, " tokens per tile");
