@@ -7,7 +7,7 @@
 //   3. one block: per expert the exclusive prefix over segments, the padded run lengths and their
 //      exclusive prefix (expert offsets), block_experts, padding sentinels, num_padded; the
 //      histograms become each segment's first slot per expert.
-//   4. placement: block s ranks its pairs within each expert (warp match + per-warp histograms),
+//   4. placement: block s ranks its pairs within each expert (warp ballots + per-warp histograms),
 //      stable in pair order, and writes sorted_pairs and pair_slots.
 // Both give the same results, a function of the ids alone (integer counts; no order-dependent
 // atomics): pairs sorted by expert, stable in pair order.
@@ -49,6 +49,30 @@ __global__ void __launch_bounds__(kSegment)
 }
 
 constexpr int kScanWarps = kScanThreads / 32;
+
+// Bits that tell a pair's local expert (0 .. kMoeMaxExperts - 1) from the others and from -1 (a
+// dropped pair: all bits set).
+constexpr int kExpertBits = [] {
+  int bits = 1;
+  while ((int64_t{1} << (bits - 1)) < kMoeMaxExperts) ++bits;
+  return bits;
+}();
+static_assert((int64_t{1} << (kExpertBits - 1)) >= kMoeMaxExperts, "the top bit is 0 for every expert, 1 for -1");
+
+// The lanes of the warp whose e equals this lane's: the value of __match_any_sync(~0u, e), from one
+// ballot per bit of e. The match instruction's time grows with the distinct values in the warp
+// (benchmarks/NOTES.md, the routing of 4096 pairs); the ballots take the same few cycles whatever
+// the values. Every lane of the warp calls it.
+__device__ __forceinline__ unsigned lanes_with_expert(int32_t e) {
+  unsigned peers = 0xFFFFFFFFu;
+#pragma unroll
+  for (int b = 0; b < kExpertBits; ++b) {
+    const bool bit = (e >> b) & 1;
+    const unsigned set = __ballot_sync(0xFFFFFFFFu, bit);
+    peers &= bit ? set : ~set;
+  }
+  return peers;
+}
 static_assert(kScanThreads % 32 == 0 && kScanWarps <= 32, "one warp scans the warps' totals");
 
 // Inclusive sum of `value` over the block's kScanThreads threads in thread order: a shuffle scan
@@ -125,7 +149,7 @@ __global__ void __launch_bounds__(kScanThreads)
 // and keeps them in registers for both passes. Pass 1 counts each expert's pairs in shared memory;
 // lay_out_experts gives their first slots; pass 2 takes the pairs a chunk of kScanThreads at a
 // time, in pair order, and ranks each within its expert by the chunk's earlier warps (per-warp
-// histograms) and its warp's earlier lanes (a warp match), from the expert's running next slot.
+// histograms) and its warp's earlier lanes (lanes_with_expert), from the expert's running next slot.
 __global__ void __launch_bounds__(kScanThreads)
     routing_one_block_kernel(PairExperts experts, int32_t pairs, int32_t block_size, int32_t* sorted_pairs,
                              int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded,
@@ -160,7 +184,7 @@ __global__ void __launch_bounds__(kScanThreads)
     if (c * kScanThreads >= pairs) break;  // the same for the whole block
     const int32_t p = c * kScanThreads + static_cast<int32_t>(threadIdx.x);
     const int32_t e = pair_expert[c];
-    const unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
+    const unsigned peers = lanes_with_expert(e);
     const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
     const bool leader = e >= 0 && rank_in_warp == 0;
     if (leader) warp_hist[warp][e] = __popc(peers);
@@ -191,7 +215,7 @@ __global__ void __launch_bounds__(kSegment)
   __syncthreads();
   const int64_t p = static_cast<int64_t>(blockIdx.x) * kSegment + threadIdx.x;
   const int32_t e = p < pairs ? pair_experts[p] : -1;
-  const unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
+  const unsigned peers = lanes_with_expert(e);
   const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
   if (e >= 0 && rank_in_warp == 0) warp_hist[warp][e] = __popc(peers);
   __syncthreads();
