@@ -199,6 +199,50 @@ TEST(Int8Form, EqualsTheFloatDecodeForEveryIntegerFormat) {
   EXPECT_EQ(formats, 13);  // every weight type but MXFP8 (E4M3 values are not integers)
 }
 
+// Value j (0..7) of a group by reference, from the host grids.
+template <class Traits>
+float grid_codes_value(const GridCodes& c, const Codebooks& cb, int j) {
+  uint64_t mag = 0;
+  if constexpr (Traits::kCodebook == Codebook::kIq2xxs) mag = cb.iq2xxs_grid[c.index[0]] >> (8 * j);
+  if constexpr (Traits::kCodebook == Codebook::kIq3xxs) mag = cb.iq3xxs_grid[c.index[j / 4]] >> (8 * (j % 4));
+  if constexpr (Traits::kCodebook == Codebook::kIq3s) mag = cb.iq3s_grid[c.index[j / 4]] >> (8 * (j % 4));
+  const auto m = static_cast<float>(mag & 0xFFu);
+  return ((c.signs >> j) & 1u ? -m : m) * c.scale;
+}
+
+// grid_codes (MMQ's bf16 decode from a bf16 copy of the grid) yields the same floats as
+// decode_group for every weight of random blocks.
+template <class Traits>
+int expect_grid_codes_match(std::mt19937& rng) {
+  if constexpr (HasGridCodes<Traits>::value) {
+    const Codebooks cb = host_codebooks();
+    std::vector<uint8_t> bytes(Traits::kBlockBytes + 8);
+    for (int trial = 0; trial < 2000; ++trial) {
+      for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+      const BlockRef block{bytes.data() + 4 + trial % 4, 0};
+      for (int g = 0; g < Traits::kBlockElems / kGroupElems; ++g) {
+        float ref[kGroupElems];
+        decode_group_f32<Traits>(block, g, cb, ref);
+        const GridCodes c = Traits::grid_codes(block, g);
+        EXPECT_LT(c.signs, 256u);
+        for (int j = 0; j < kGroupElems; ++j)
+          ASSERT_EQ(grid_codes_value<Traits>(c, cb, j), ref[j]) << Traits::kName << " group " << g << " weight " << j;
+      }
+    }
+    return 1;
+  }
+  return 0;
+}
+
+TEST(GridCodes, EqualTheFloatDecode) {
+  std::mt19937 rng(std::random_device{}());
+  int formats = 0;
+#define LOWBIT_CHECK_GRID_CODES(Name) formats += expect_grid_codes_match<FormatTraits<QuantType::Name>>(rng);
+  LOWBIT_FOR_EACH_WEIGHT_TYPE(LOWBIT_CHECK_GRID_CODES)
+#undef LOWBIT_CHECK_GRID_CODES
+  EXPECT_EQ(formats, 3);  // IQ2_XXS, IQ3_XXS, IQ3_S
+}
+
 TEST(Int8Form, ElementOrdersArePermutations) {
   for (I8Order order : {I8Order::kContiguous, I8Order::kNibbleInterleaved}) {
     std::vector<int> seen(32, 0);

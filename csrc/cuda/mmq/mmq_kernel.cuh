@@ -32,6 +32,7 @@
 #include "cuda/common/launch.h"
 #include "cuda/common/ptx.cuh"
 #include "cuda/common/render_bf16.cuh"
+#include "cuda/mmq/grid_bf16.cuh"
 #include "cuda/mmq/mmq_k_order.h"
 #include "cuda/mmq/mmq_launch.h"
 #include "cuda/mmq/mmq_tiling.h"
@@ -133,12 +134,16 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   const Codebooks cb = [&] {
     if constexpr (kInt8)
       return int8_codebooks<Traits>(smem);
+    else if constexpr (Tl::kGridTables)
+      return Codebooks{};  // the decode reads the bf16 copy below
     else
       return shared_codebooks<Traits::kCodebook>(smem);
   }();
   uint8_t* const ring = smem + Tl::kCodebookBytes;
   const uint32_t* pair_table = nullptr;  // visible after the first unit's barrier, as the codebook
   if constexpr (Tl::kNibblePairs) pair_table = build_nibble_pair_table(smem + codebook_bytes(Traits::kCodebook));
+  const uint32_t* grid_bf16 = nullptr;  // likewise
+  if constexpr (Tl::kGridTables) grid_bf16 = build_grid_bf16<Traits>(smem);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -254,6 +259,9 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
               const int scale_index = Rows::kBlocksPerUnit == 1 ? s : 0;
               decode_nibble_pairs(Traits::code_word(b_lo, group), Traits::scale_i8(b_lo, scale_index), pair_table, wlo);
               decode_nibble_pairs(Traits::code_word(b_hi, group), Traits::scale_i8(b_hi, scale_index), pair_table, whi);
+            } else if constexpr (Tl::kGridTables) {
+              decode_grid_bf16<Traits>(Traits::grid_codes(b_lo, group), grid_bf16, wlo);
+              decode_grid_bf16<Traits>(Traits::grid_codes(b_hi, group), grid_bf16, whi);
             } else {
               render_bf16(Traits::decode_group(b_lo, group, cb), wlo);
               render_bf16(Traits::decode_group(b_hi, group, cb), whi);

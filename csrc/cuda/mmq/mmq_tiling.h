@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "cuda/common/codebook_sizes.h"
+#include "cuda/mmq/mmq_grid_tables.h"
 #include "cuda/mmq/mmq_k_order.h"
 #include "cuda/mmvq/mmvq_tiling.h"
 #include "lowbit/formats/all.h"
@@ -33,11 +34,14 @@ struct MmqTiling {
   static constexpr int kScaleBytes = kInt8 ? kTokens * 32 : 0;  // int8: [T][8] float32 scales
   static constexpr int kWeightBytes = kWarps * Rows::kStageBytes;
   static constexpr int kStageBytes = (kActBytes + kScaleBytes + kWeightBytes + 1023) / 1024 * 1024;
-  // the bf16 path of the nibble formats decodes by pairs from a table (mmq_k_order.h)
+  // the bf16 path of the nibble formats decodes by pairs from a table (mmq_k_order.h), that of the
+  // grid formats with grid_codes from a bf16 copy of the grid (mmq_grid_tables.h)
   static constexpr bool kNibblePairs = !kInt8 && kMmqNibblePairs<Traits>;
-  // the format's grid, or the pair table, ahead of the ring
-  static constexpr int kCodebookBytes =
-      (codebook_bytes(Traits::kCodebook) + (kNibblePairs ? kNibblePairTableBytes : 0) + 1023) / 1024 * 1024;
+  static constexpr bool kGridTables = !kInt8 && kMmqGridTables<Traits>;
+  // the format's grid (int8, or its bf16 copy), or the pair table, ahead of the ring
+  static constexpr int kCodebookBytes = ((kGridTables ? kGridBf16Bytes<Traits> : codebook_bytes(Traits::kCodebook)) +
+                                         (kNibblePairs ? kNibblePairTableBytes : 0) + 1023) /
+                                        1024 * 1024;
   // Two blocks per multiprocessor (more warps to hide each one's decode -> wgmma chain) where the
   // ring fits half of shared memory: three stages for tiles of up to 32 tokens, two for the grouped
   // kernel's bf16 64-token tiles, whose grid has a block per 64 pairs of every expert to fill the

@@ -325,6 +325,16 @@ LOWBIT_HD Int8Group apply_sign_bits(const GridGroup& g) {
   return apply_sign_bits(g.mag[0], g.mag[1], g.signs);
 }
 
+// A grid format's group by reference (FormatTraits::grid_codes): the grid entries it reads (one
+// entry of eight values, or two of four: index[1] then holds weights 4..7), its eight sign bits
+// (bit i negates weight i) and its scale. MMQ's bf16 path looks the entries up in a bf16 copy of
+// the grid.
+struct GridCodes {
+  uint32_t index[2];
+  uint32_t signs;
+  float scale;
+};
+
 // A row of the ternary IQ1 grid (int8 -1/0/1 bytes) as eight nibbles grid + 1, element i in
 // nibble i: each half is a ready byte_perm selector into a 3-entry value table.
 LOWBIT_HD uint32_t pack_ternary_row(uint64_t row) {

@@ -70,6 +70,14 @@ struct FormatTraits<QuantType::IQ2_XXS>
     return group_grid(sub[l], load_u32<2>(sub + 4), l, cb);
   }
 
+  LOWBIT_HD static GridCodes grid_codes(BlockRef b, int g) {
+    const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
+    const int l = g & 3;
+    const uint32_t aux = load_u32<2>(sub + 4);
+    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
+    return GridCodes{{sub[l], 0u}, ksigns_iq2xs((aux >> (7 * l)) & 127u), detail::iq2_scale(d, aux >> 28)};
+  }
+
   // Group l of a sub-block from its grid index and its sign/scale word (grid_i8 and the dp4a MMVQ's
   // reads, csrc/cuda/mmvq/lane_reads_iq2.h).
   LOWBIT_HD static GridGroup group_grid(uint32_t index, uint32_t aux, int l, const Codebooks& cb) {

@@ -59,6 +59,15 @@ struct FormatTraits<QuantType::IQ3_XXS>
     return sub_scale(load_u16<2>(b.bytes), load_u32<2>(b.bytes + offsetof(Block, qs) + 64 + 4 * s));
   }
 
+  LOWBIT_HD static GridCodes grid_codes(BlockRef b, int g) {
+    const int ib = g >> 2, l = g & 3;
+    const uint8_t* qs = b.bytes + offsetof(Block, qs);
+    const uint32_t aux = load_u32<2>(qs + 64 + 4 * ib);
+    return GridCodes{{qs[8 * ib + 2 * l], qs[8 * ib + 2 * l + 1]},
+                     ksigns_iq2xs((aux >> (7 * l)) & 127u),
+                     sub_scale(load_u16<2>(b.bytes), aux)};
+  }
+
   // Group l of a sub-block from its two grid indices and its sign/scale word, and the sub-block's
   // scale from d's bits and that word (the block reads and the dp4a MMVQ's word read,
   // csrc/cuda/mmvq/lane_reads_iq3.h, share them).
@@ -101,6 +110,15 @@ struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s,
     GridGroup r;
     group_codes(b, g, cb, r.mag[0], r.mag[1], r.signs);
     return r;
+  }
+
+  LOWBIT_HD static GridCodes grid_codes(BlockRef b, int g) {
+    const int ib = g >> 2, l = g & 3;
+    const uint8_t* qs = b.bytes + offsetof(Block, qs) + 8 * ib;
+    const uint32_t qh = b.bytes[offsetof(Block, qh) + ib];
+    return GridCodes{{qs[2 * l] | ((qh << (8 - 2 * l)) & 256u), qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256u)},
+                     b.bytes[offsetof(Block, signs) + 4 * ib + l],
+                     scale_i8(b, ib)};
   }
 
   LOWBIT_HD static float scale_i8(BlockRef b, int s) {

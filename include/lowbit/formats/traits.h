@@ -74,6 +74,12 @@ struct HasGridI8 : std::false_type {};
 template <class Traits>
 struct HasGridI8<Traits, std::void_t<decltype(&Traits::grid_i8)>> : std::true_type {};
 
+// Whether a grid format hands out its groups by reference (defines grid_codes, GridCodes).
+template <class Traits, class = void>
+struct HasGridCodes : std::false_type {};
+template <class Traits>
+struct HasGridCodes<Traits, std::void_t<decltype(&Traits::grid_codes)>> : std::true_type {};
+
 }  // namespace lowbit
 
 // X(Name) for every weight type, in ggml id order then lowbit's split types.
