@@ -39,8 +39,9 @@ __device__ __forceinline__ const uint32_t* build_grid_bf16(uint8_t* shared) {
 }
 
 // A group by reference -> the A-fragment words of its eight weights (word p: weights 2p, 2p + 1),
-// each value times bf16(scale) rounded once to nearest even, its sign from the sign bits: the bits
-// render_bf16 gives (the rounding is symmetric in sign).
+// each value times bf16(scale) rounded once to nearest even, its sign from the sign bits: for finite
+// nonzero scales the bits render_bf16 gives (the rounding is symmetric in sign; a scale of -0 flips
+// the sign of a zero product, an infinite one gives inf where render_bf16 gives NaN).
 template <class Traits>
 __device__ __forceinline__ void decode_grid_bf16(const GridCodes& c, const uint32_t* grid, uint32_t (&out)[4]) {
   uint32_t w[4];

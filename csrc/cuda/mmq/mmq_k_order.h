@@ -20,15 +20,17 @@ LOWBIT_HD constexpr int mmq_permuted_source(int j) {
 // byte into both weights as a bf16 pair, one A-fragment register, where the nibble-by-nibble decode
 // takes about three times the instructions (benchmarks/NOTES.md). Lane t takes bytes 4t .. 4t + 3,
 // so decoded position 8t + 2i + h is weight 4t + i + 16h.
-template <class Traits>
-inline constexpr bool kMmqNibblePairs = Traits::kType == QuantType::IQ4_NL || Traits::kType == QuantType::IQ4_XS;
-
-// The pair table: 256 entries of two bf16 values (low nibble's in the low half).
-inline constexpr int kNibblePairTableBytes = 256 * 4;
-
 LOWBIT_HD constexpr int nibble_pair_source(int d) {
   return 4 * (d >> 3) + ((d & 7) >> 1) + 16 * (d & 1);
 }
+
+// Whether MMQ's bf16 path decodes type Traits by nibble pairs.
+template <class Traits>
+inline constexpr bool kMmqNibblePairs = Traits::kType == QuantType::IQ4_NL || Traits::kType == QuantType::IQ4_XS;
+
+// The pair table (nibble_pairs_bf16.cuh): 256 entries of two bf16 values (the low nibble's in the
+// low half).
+inline constexpr int kNibblePairTableBytes = 256 * 4;
 
 // The weight of its span that position j of the bf16 activations holds.
 template <bool kNibblePairs>

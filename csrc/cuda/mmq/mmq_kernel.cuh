@@ -10,9 +10,9 @@
 // of each 32-weight span for rows g and g + 8 (weights [8t, 8t + 8), or for the nibble formats
 // the pairs of code bytes [4t, 4t + 4)), which is the fragment once the activations are stored in
 // the matching K order (mmq_k_order.h). A prologue kernel writes that order once per call, so the
-// main loop moves activations with plain 16-byte copies. Decode
-// of one 64-weight slice overlaps the wgmma of the slice before, across units too. With a split K, blocks write
-// float32 partial sums that a second kernel adds in a fixed order (deterministic).
+// main loop moves activations with plain 16-byte copies. Decode of one 64-weight slice overlaps the
+// wgmma of the slice before, across units too. With a split K, blocks write float32 partial sums
+// that a second kernel adds in a fixed order (deterministic).
 //
 // The int8 path (MmqConfig::int8, types with a 32-weight int8 form): the prologue quantizes the
 // activations per token and 32 weights as the int8 MMVQ does; each warp decodes its rows to their

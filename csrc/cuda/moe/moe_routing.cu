@@ -49,6 +49,7 @@ __global__ void __launch_bounds__(kSegment)
 }
 
 constexpr int kScanWarps = kScanThreads / 32;
+static_assert(kScanThreads % 32 == 0 && kScanWarps <= 32, "one warp scans the warps' totals");
 
 // Bits that tell a pair's local expert (0 .. kMoeMaxExperts - 1) from the others and from -1 (a
 // dropped pair: all bits set).
@@ -62,7 +63,8 @@ static_assert((int64_t{1} << (kExpertBits - 1)) >= kMoeMaxExperts, "the top bit 
 // The lanes of the warp whose e equals this lane's: the value of __match_any_sync(~0u, e), from one
 // ballot per bit of e. The match instruction's time grows with the distinct values in the warp
 // (benchmarks/NOTES.md, the routing of 4096 pairs); the ballots take the same few cycles whatever
-// the values. Every lane of the warp calls it.
+// the values. Every lane of the warp calls it, with e in [-1, kMoeMaxExperts): another negative
+// value would share its low bits with an expert.
 __device__ __forceinline__ unsigned lanes_with_expert(int32_t e) {
   unsigned peers = 0xFFFFFFFFu;
 #pragma unroll
@@ -73,7 +75,6 @@ __device__ __forceinline__ unsigned lanes_with_expert(int32_t e) {
   }
   return peers;
 }
-static_assert(kScanThreads % 32 == 0 && kScanWarps <= 32, "one warp scans the warps' totals");
 
 // Inclusive sum of `value` over the block's kScanThreads threads in thread order: a shuffle scan
 // per warp, then one over the warps' totals (two barriers, where a scan through shared memory
