@@ -9,7 +9,8 @@ arithmetic (benchmarks/NOTES.md, 7b0fc23..2bfc9cc), not always elsewhere: time w
     python tools/sass_loops.py csrc/cuda/instances/kernels_iq4.cu --kernel 'mmvq_lane_kernel.*bfloat16' \\
         --base ab-base
 
-Needs nvcc, and cuobjdump on PATH or in $CUOBJDUMP (pip: nvidia-cuda-cuobjdump).
+Needs nvcc, and cuobjdump on PATH or in $CUOBJDUMP (pip: nvidia-cuda-cuobjdump) with nvdisasm on
+PATH (pip: nvidia-cuda-nvdisasm; both install into site-packages/nvidia/cu13/bin).
 """
 
 from __future__ import annotations
