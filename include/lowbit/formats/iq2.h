@@ -56,12 +56,8 @@ struct FormatTraits<QuantType::IQ2_XXS>
   static constexpr const char* kName = "iq2_xxs";
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
-    const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
-    const int l = g & 3;
-    const uint32_t aux = load_u32<2>(sub + 4);
-    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
-    return detail::grid_group(cb.iq2xxs_grid[sub[l]], ksigns_iq2xs((aux >> (7 * l)) & 127u),
-                              detail::iq2_scale(d, aux >> 28));
+    const GridCodes c = grid_codes(b, g);
+    return detail::grid_group(cb.iq2xxs_grid[c.index[0]], c.signs, c.scale);
   }
 
   LOWBIT_HD static GridGroup grid_i8(BlockRef b, int g, const Codebooks& cb) {
@@ -70,6 +66,7 @@ struct FormatTraits<QuantType::IQ2_XXS>
     return group_grid(sub[l], load_u32<2>(sub + 4), l, cb);
   }
 
+  // Group g by reference: its grid entry, sign bits and scale (decode_group, MMQ's bf16 tables).
   LOWBIT_HD static GridCodes grid_codes(BlockRef b, int g) {
     const uint8_t* sub = b.bytes + offsetof(Block, qs) + 8 * (g >> 2);
     const int l = g & 3;

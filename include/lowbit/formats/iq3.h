@@ -40,13 +40,8 @@ struct FormatTraits<QuantType::IQ3_XXS>
   static constexpr const char* kName = "iq3_xxs";
 
   LOWBIT_HD static Group decode_group(BlockRef b, int g, const Codebooks& cb) {
-    const int ib = g >> 2, l = g & 3;
-    const uint8_t* qs = b.bytes + offsetof(Block, qs);
-    const uint32_t aux = load_u32<2>(qs + 64 + 4 * ib);
-    const float d = fp16_to_float(static_cast<uint16_t>(load_u16<2>(b.bytes)));
-    const float scale = d * (0.5f + static_cast<float>(aux >> 28)) * 0.5f;
-    return detail::grid_pair_group(cb.iq3xxs_grid[qs[8 * ib + 2 * l]], cb.iq3xxs_grid[qs[8 * ib + 2 * l + 1]],
-                                   ksigns_iq2xs((aux >> (7 * l)) & 127u), scale);
+    const GridCodes c = grid_codes(b, g);
+    return detail::grid_pair_group(cb.iq3xxs_grid[c.index[0]], cb.iq3xxs_grid[c.index[1]], c.signs, c.scale);
   }
 
   LOWBIT_HD static GridGroup grid_i8(BlockRef b, int g, const Codebooks& cb) {
@@ -59,6 +54,7 @@ struct FormatTraits<QuantType::IQ3_XXS>
     return sub_scale(load_u16<2>(b.bytes), load_u32<2>(b.bytes + offsetof(Block, qs) + 64 + 4 * s));
   }
 
+  // Group g by reference: its two grid entries, sign bits and scale (decode_group, MMQ's bf16 tables).
   LOWBIT_HD static GridCodes grid_codes(BlockRef b, int g) {
     const int ib = g >> 2, l = g & 3;
     const uint8_t* qs = b.bytes + offsetof(Block, qs);
@@ -112,6 +108,9 @@ struct FormatTraits<QuantType::IQ3_S> : BlockFormat<QuantType::IQ3_S, BlockIq3s,
     return r;
   }
 
+  // Group g by reference (MMQ's bf16 tables): group_codes' parse, kept apart from it because
+  // decode_group and grid_i8 written on it moved the MMVQ kernels' SASS (benchmarks/NOTES.md);
+  // the GridCodes GTest holds the two equal.
   LOWBIT_HD static GridCodes grid_codes(BlockRef b, int g) {
     const int ib = g >> 2, l = g & 3;
     const uint8_t* qs = b.bytes + offsetof(Block, qs) + 8 * ib;
