@@ -35,6 +35,17 @@ __device__ __forceinline__ void render_bf16(const MagnitudeGroup& g, uint32_t (&
   }
 }
 
+// Signed bf16 values (word p: weights 2p, 2p + 1) times bf16(scale), each rounded once to nearest
+// even: the render of the table decodes (mmq/nibble_pairs_bf16.cuh, mmq/grid_bf16.cuh). For finite
+// nonzero scales these are render_bf16's bits: both round m x bf16(s) once, and the rounding is
+// symmetric in sign. A scale of -0 flips the sign of a zero product; an infinite one gives inf where
+// render_bf16 gives NaN.
+__device__ __forceinline__ void scale_bf16_pairs(const uint32_t (&values)[4], float scale, uint32_t (&out)[4]) {
+  const __nv_bfloat162 s2 = __float2bfloat162_rn(scale);
+#pragma unroll
+  for (int p = 0; p < 4; ++p) out[p] = bf162_bits(__hmul2_rn(bits_bf162(values[p]), s2));
+}
+
 __device__ __forceinline__ void render_bf16(const Fp8Group& g, uint32_t (&out)[4]) {
 #pragma unroll
   for (int p = 0; p < 4; ++p) {

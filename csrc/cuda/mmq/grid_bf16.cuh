@@ -39,9 +39,7 @@ __device__ __forceinline__ const uint32_t* build_grid_bf16(uint8_t* shared) {
 }
 
 // A group by reference -> the A-fragment words of its eight weights (word p: weights 2p, 2p + 1),
-// each value times bf16(scale) rounded once to nearest even, its sign from the sign bits: for finite
-// nonzero scales the bits render_bf16 gives (the rounding is symmetric in sign; a scale of -0 flips
-// the sign of a zero product, an infinite one gives inf where render_bf16 gives NaN).
+// each value signed by its sign bit, then times bf16(scale) (scale_bf16_pairs).
 template <class Traits>
 __device__ __forceinline__ void decode_grid_bf16(const GridCodes& c, const uint32_t* grid, uint32_t (&out)[4]) {
   uint32_t w[4];
@@ -54,13 +52,12 @@ __device__ __forceinline__ void decode_grid_bf16(const GridCodes& c, const uint3
     const uint2 e1 = reinterpret_cast<const uint2*>(grid)[c.index[1]];
     w[0] = e0.x, w[1] = e0.y, w[2] = e1.x, w[3] = e1.y;
   }
-  const __nv_bfloat162 s2 = __float2bfloat162_rn(c.scale);
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
     // sign bits 2p and 2p + 1 to bits 15 and 31: the product's copies at 30 and 16 are masked off
-    const uint32_t sign = (((c.signs >> (2 * p)) & 3u) * 0x40008000u) & 0x80008000u;
-    out[p] = bf162_bits(__hmul2_rn(bits_bf162(w[p] ^ sign), s2));
+    w[p] ^= (((c.signs >> (2 * p)) & 3u) * 0x40008000u) & 0x80008000u;
   }
+  scale_bf16_pairs(w, c.scale, out);
 }
 
 }  // namespace lowbit::cuda_detail

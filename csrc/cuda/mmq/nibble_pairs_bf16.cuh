@@ -26,14 +26,13 @@ __device__ __forceinline__ const uint32_t* build_nibble_pair_table(uint8_t* shar
 }
 
 // Four code bytes of a run (byte i: weights 4t + i and 4t + i + 16) -> the A-fragment words of
-// decoded positions 8t .. 8t + 7, word i the pair of byte i times bf16(scale). One rounding of
-// value x bf16(scale) to nearest even, symmetric in sign: for finite nonzero scales the bits
-// render_bf16 gives (grid_bf16.cuh says where other scales differ).
+// decoded positions 8t .. 8t + 7, word i the pair of byte i times bf16(scale) (scale_bf16_pairs).
 __device__ __forceinline__ void decode_nibble_pairs(uint32_t codes, float scale, const uint32_t* table,
                                                     uint32_t (&out)[4]) {
-  const __nv_bfloat162 s2 = __float2bfloat162_rn(scale);
+  uint32_t pairs[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) out[i] = bf162_bits(__hmul2_rn(bits_bf162(table[(codes >> (8 * i)) & 0xFFu]), s2));
+  for (int i = 0; i < 4; ++i) pairs[i] = table[(codes >> (8 * i)) & 0xFFu];
+  scale_bf16_pairs(pairs, scale, out);
 }
 
 }  // namespace lowbit::cuda_detail

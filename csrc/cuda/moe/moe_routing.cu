@@ -61,10 +61,9 @@ constexpr int kExpertBits = [] {
 static_assert((int64_t{1} << (kExpertBits - 1)) >= kMoeMaxExperts, "the top bit is 0 for every expert, 1 for -1");
 
 // The lanes of the warp whose e equals this lane's: the value of __match_any_sync(~0u, e), from one
-// ballot per bit of e. The match instruction's time grows with the distinct values in the warp
-// (benchmarks/NOTES.md, the routing of 4096 pairs); the ballots take the same few cycles whatever
-// the values. Every lane of the warp calls it, with e in [-1, kMoeMaxExperts): another negative
-// value would share its low bits with an expert.
+// ballot per bit of e, which measured faster than the match instruction in the routing of 4096 pairs
+// (benchmarks/NOTES.md). Every lane of the warp calls it, with e in [-1, kMoeMaxExperts): another
+// negative value would share its low bits with an expert.
 __device__ __forceinline__ unsigned lanes_with_expert(int32_t e) {
   unsigned peers = 0xFFFFFFFFu;
 #pragma unroll
