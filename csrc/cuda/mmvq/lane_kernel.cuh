@@ -82,9 +82,10 @@ __device__ __forceinline__ float warp_sum_spread(float (&v)[kN], int lane, int& 
 // (layout of MmvqLaneTiling): kTokens (1 or 2) tokens from row 0, or with kTokens == 0 any number
 // of rows, their scales row by row ([row][K / 32], the pairs mode's layout; at one row both are
 // the same). Thread items are (row, int8 group), whole sub-blocks per four lanes.
-template <class Act, I8Order kOrder, int kTokens>
+// after_first_loads() runs once, between the first values' loads and their use.
+template <class Act, I8Order kOrder, int kTokens, class AfterFirstLoads>
 __device__ __forceinline__ void quantize_into_shared(const MmvqArgs& a, int first_row, int rows, uint8_t* codes,
-                                                     float* scales) {
+                                                     float* scales, AfterFirstLoads&& after_first_loads) {
   static_assert(kTokens >= 0 && kTokens <= 2, "one or two tokens, or rows counted at run time");
   const int groups = static_cast<int>(a.k / 8);
   const int items = (kTokens > 0 ? kTokens : rows) * groups;  // a multiple of 4
@@ -96,6 +97,7 @@ __device__ __forceinline__ void quantize_into_shared(const MmvqArgs& a, int firs
     const int group = active ? i - token * groups : 0;
     float v[8] = {};
     if (active) load_i8_group<Act, kOrder>(a, kTokens > 0 ? token : first_row + token, group, v);
+    if (base == 0) after_first_loads();
     uint32_t q[2];
     const float d = quantize8(v, q);
     if (active) {
@@ -185,6 +187,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   // (pairs mode: fewer than 2^32 items, checked at launch, so that items divide in 32 bits)
   [[maybe_unused]] uint32_t per_pair = 0;
   [[maybe_unused]] int first_x_row = 0;
+  [[maybe_unused]] LaneCursor cursor{};  // pairs: the team's item `group`
   if constexpr (kPairs) {
     per_pair = static_cast<uint32_t>(lane_items_per_pair(a.n, kGated, kRows));
     const int64_t items = a.pairs.count * per_pair;
@@ -192,8 +195,12 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     groups = begin + a.pairs.items_per_block < items ? begin + a.pairs.items_per_block : items;
     group_step = teams;
     group = begin + team;
-    x_rows = lane_block_rows(begin, groups, per_pair, a.pairs.x_pair_divisor);
-    first_x_row = static_cast<int>(x_rows.first);
+    // lane_block_rows in 32 bits (items and the divisor are below 2^32: the launch)
+    const auto divisor = static_cast<uint32_t>(a.pairs.x_pair_divisor);
+    const uint32_t first_row = static_cast<uint32_t>(begin) / per_pair / divisor;
+    x_rows = {first_row, static_cast<int>(static_cast<uint32_t>(groups - 1) / per_pair / divisor - first_row + 1)};
+    first_x_row = static_cast<int>(first_row);
+    cursor = lane_cursor(a, static_cast<uint32_t>(group), per_pair, first_x_row);
   } else {
     groups = (a.n + kRows - 1) / kRows;
     group_step = static_cast<int64_t>(gridDim.x) * teams;
@@ -221,17 +228,18 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     const int64_t row = g * kRows + r;
     return row < a.n ? row : int64_t{0};
   };
-  // pairs: item g's rows (a pair without a local expert has none); dense: group g's
-  [[maybe_unused]] auto item_of = [&](int64_t g) {
-    if constexpr (kPairs) return lane_item<kGated, kRows>(a, static_cast<uint32_t>(g), per_pair, first_x_row);
+  // pairs: the rows of the item at cursor c (a pair without a local expert has none)
+  [[maybe_unused]] auto item_of = [&](const LaneCursor& c) {
+    if constexpr (kPairs) return lane_item<kGated, kRows>(a, c);
     return LaneItem{};
   };
   [[maybe_unused]] auto item_row = [&](const LaneItem& it, int r) { return lane_item_row<kGated, kRows>(it, r); };
-  // Starts the first round of group g's rows into L2.
-  auto prefetch_group = [&](int64_t g) {
+  // Starts the first round of group g's rows into L2 (pairs: the team's item `ahead` items on,
+  // 0 or group_step).
+  auto prefetch_group = [&](int64_t g, uint32_t ahead) {
     if (g >= groups || tid >= subs) return;
     if constexpr (kPairs) {
-      const LaneItem it = item_of(g);
+      const LaneItem it = item_of(ahead > 0 ? lane_next_item(a, cursor, ahead, per_pair, first_x_row) : cursor);
       if (it.live)
 #pragma unroll
         for (int r = 0; r < kRows; ++r) prefetch_l2(it.w + item_row(it, r) * a.w_row_stride + thread_byte + sub_byte);
@@ -245,27 +253,28 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   pdl_launch_dependents();
   // Weights and the codebook table do not depend on the kernel before (the activations and the
   // output may): they start while it finishes. (Pairs: which weights depends on the routing's ids,
-  // which the kernel before may write: their first lines start after the wait.)
-  if constexpr (!kPairs) prefetch_group(group);
+  // which the kernel before may write: their first lines start after the wait, behind the
+  // activation loads, which would otherwise queue behind them: NOTES.md.)
+  if constexpr (!kPairs) prefetch_group(group, 0);
   const Codebooks cb = replicated_int8_codebooks<Traits>(smem);
   pdl_wait_for_primary();
-  if constexpr (kPairs) prefetch_group(group);
   if constexpr (kPairs)
-    quantize_into_shared<Act, Traits::kI8Order, 0>(a, first_x_row, x_rows.count, codes, code_scales);
+    quantize_into_shared<Act, Traits::kI8Order, 0>(a, first_x_row, x_rows.count, codes, code_scales,
+                                                   [&] { prefetch_group(group, 0); });
   else if constexpr (kTokens <= 2)
-    quantize_into_shared<Act, Traits::kI8Order, kTokens>(a, 0, kTokens, codes, code_scales);
+    quantize_into_shared<Act, Traits::kI8Order, kTokens>(a, 0, kTokens, codes, code_scales, [] {});
   else
     copy_prologue_codes<kTokens>(a, codes, code_scales);
   __syncthreads();
 
   const int lo_half = lane_code_offset(tid, 0), hi_half = lane_code_offset(tid, 1);
   for (int parity = 0; group < groups; group += group_step, parity ^= 1) {
-    prefetch_group(group + group_step);
+    prefetch_group(group + group_step, static_cast<uint32_t>(group_step));
     const uint8_t* w[kRows];
     const uint8_t* split_scale[kRows];
     [[maybe_unused]] LaneItem item;
     if constexpr (kPairs) {
-      item = item_of(group);
+      item = item_of(cursor);
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         w[r] = item.w + item_row(item, r) * a.w_row_stride + thread_byte + anchor;
@@ -452,8 +461,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
       }
     }
     if constexpr (kPairs) {
-      // (the item's pair and group again from `group`: nothing of the item stays live in the loop)
-      const uint32_t pair = static_cast<uint32_t>(group) / per_pair, g = static_cast<uint32_t>(group) - pair * per_pair;
+      const uint32_t pair = cursor.pair, g = cursor.group;
+      cursor = lane_next_item(a, cursor, static_cast<uint32_t>(group_step), per_pair, first_x_row);
       if constexpr (kGated) {
         // act(gate) * up for outputs g * kSpan + i: gate row i's sum is value i, its up row's value
         // i + kSpan, the top bit of kSums values, which warp_sum_spread's first step puts in the

@@ -26,20 +26,48 @@ struct LaneItem {
   bool live;
 };
 
+// Where a team is in its run of items: item `group` of `pair` (group < per_pair) and that pair's
+// activation row in the block's shared rows. Items of a team lie `teams` apart, so the pair moves
+// on once per per_pair / teams items: the divisions run only then (three per item, for the item,
+// the next one's prefetch and the store, cost the pairs kernel about a tenth of its issue slots at
+// eight tokens; NOTES.md).
+struct LaneCursor {
+  uint32_t pair, group;
+  int x_row;
+};
+
+__device__ __forceinline__ LaneCursor lane_cursor(const MmvqPairArgs& a, uint32_t item, uint32_t per_pair,
+                                                  int first_x_row) {
+  const uint32_t pair = item / per_pair;
+  return {pair, item - pair * per_pair,
+          static_cast<int>(pair / static_cast<uint32_t>(a.pairs.x_pair_divisor)) - first_x_row};
+}
+
+// The cursor `step` items on.
+__device__ __forceinline__ LaneCursor lane_next_item(const MmvqPairArgs& a, LaneCursor c, uint32_t step,
+                                                     uint32_t per_pair, int first_x_row) {
+  c.group += step;
+  if (c.group >= per_pair) {
+    const uint32_t q = c.group / per_pair;
+    c.pair += q;
+    c.group -= q * per_pair;
+    c.x_row = static_cast<int>(c.pair / static_cast<uint32_t>(a.pairs.x_pair_divisor)) - first_x_row;
+  }
+  return c;
+}
+
 template <bool kGated, int kRows>
-__device__ __forceinline__ LaneItem lane_item(const MmvqPairArgs& a, uint32_t item, uint32_t per_pair,
-                                              int first_x_row) {
+__device__ __forceinline__ LaneItem lane_item(const MmvqPairArgs& a, const LaneCursor& c) {
   LaneItem it;
-  const uint32_t pair = item / per_pair, group = item - pair * per_pair;
-  const int32_t e = a.pairs.experts.of(pair);
+  const int32_t e = a.pairs.experts.of(c.pair);
   it.live = e >= 0;
   const int64_t expert = it.live ? e : 0;
   it.w = a.w + expert * a.pairs.w_expert_stride;
   it.scales = a.scales != nullptr ? a.scales + expert * a.pairs.scale_expert_stride : nullptr;
-  it.first = static_cast<int64_t>(group) * lane_item_span(kGated, kRows);
+  it.first = static_cast<int64_t>(c.group) * lane_item_span(kGated, kRows);
   it.step = kGated ? a.n / 2 : 0;
   it.limit = kGated ? a.n / 2 : a.n;
-  it.x_row = static_cast<int>(pair / static_cast<uint32_t>(a.pairs.x_pair_divisor)) - first_x_row;
+  it.x_row = c.x_row;
   return it;
 }
 
