@@ -166,17 +166,24 @@ for step in "${steps[@]}"; do
       python3 -X faulthandler benchmarks/profile_moe.py ${PROFILE_MOE_ARGS:-} > "$OUT/profile-moe.txt" 2>&1
       echo "profile-moe rc=$?"; cat "$OUT/profile-moe.txt" ;;
     ncu-moe)
-      # the vector MoE's pairs kernel (the lane or the int8 MMVQ) of moe_proj for NCU_TYPES at NCU_M tokens (an
-      # eager call: the third, after two warm-up calls)
+      # the vector MoE's pairs kernel (the lane or the int8 MMVQ) of moe_proj for NCU_TYPES at NCU_M
+      # tokens: a kernel node of the graph replays (NCU_SKIP matching launches skipped; L2 left warm,
+      # as in the replays), with the warp-state samples of every SASS line (ncu-moe-*-sass.csv, read
+      # by tools/ncu_source.py)
       for t in ${NCU_TYPES:-iq4_xs}; do
         for m in ${NCU_M:-8}; do
-          ncu --clock-control none -k regex:"mmvq_(lane|int8)_kernel" --launch-skip 2 --launch-count 1 --kill yes --section SpeedOfLight \
-            --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
-            --section MemoryWorkloadAnalysis python3 benchmarks/profile_moe.py --types "$t" --tokens "$m" --ops moe_proj \
-            > "$OUT/ncu-moe-$t-m$m.txt" 2>&1
+          rep="$OUT/ncu-moe-$t-m$m"
+          ncu --clock-control none --cache-control none -k regex:"mmvq_(lane|int8)_kernel" --launch-skip "${NCU_SKIP:-6}" \
+            --launch-count 1 --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section Occupancy \
+            --section LaunchStats --section MemoryWorkloadAnalysis --section SourceCounters -o "$rep" -f \
+            python3 benchmarks/profile_moe.py --types "$t" --tokens "$m" --ops moe_proj > "$rep.log" 2>&1
           echo "ncu moe_vec $t T=$m rc=$?"
+          ncu -i "$rep.ncu-rep" > "$rep.txt" 2>&1
+          ncu -i "$rep.ncu-rep" --page source --csv --print-source sass > "$rep-sass.csv" 2>&1
+          rm -f "$rep.ncu-rep"
           grep -E "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Memory Thr|DRAM Thr|Registers Per|Block Limit" \
-            "$OUT/ncu-moe-$t-m$m.txt" | head -12
+            "$rep.txt" | head -12
+          python3 tools/ncu_source.py "$rep-sass.csv" --top 8 --step 200
         done
       done ;;
     pack)
