@@ -1,7 +1,8 @@
 // The lane MMVQ's pairs-mode grid (csrc/cuda/mmvq/mmvq_tiling.h, lane_pairs_layout.h): the runs of
 // items cover every item once, every block's activation rows fit the shared memory the grid asks
 // for, and the grid declines where not even a run of one item fits (the tensor-core pairs kernel
-// serves there). Plain C++: the kernel lays its shared memory out from the same functions.
+// serves there); the kernel's own arithmetic (the block's rows in 32 bits, each team's walk by its
+// cursor) gives what the divisions do. Plain C++: the kernel uses the same functions.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -24,6 +25,22 @@ DeviceFacts h200() {
 struct Case {
   int64_t n, k, pairs, divisor;
 };
+
+uint32_t u32(int64_t v) {
+  return static_cast<uint32_t>(v);
+}
+
+// A team's walk through items first, first + step, ... below end as the kernel does it (its
+// cursor, lane_next_item), against the divisions it replaces.
+void check_walk(int64_t first, int64_t end, int64_t step, int64_t per_pair, int64_t divisor, int64_t first_row) {
+  LaneCursor c = lane_cursor(u32(first), u32(per_pair), u32(divisor), static_cast<int>(first_row));
+  for (int64_t item = first; item < end; item += step) {
+    ASSERT_EQ(c.pair, item / per_pair) << "item " << item;
+    ASSERT_EQ(c.group, item % per_pair) << "item " << item;
+    ASSERT_EQ(c.x_row, item / per_pair / divisor - first_row) << "item " << item;
+    c = lane_next_item(c, u32(step), u32(per_pair), u32(divisor), static_cast<int>(first_row));
+  }
+}
 
 template <class Traits, bool kGated>
 void check_grid(const Case& c, const DeviceFacts& device) {
@@ -53,6 +70,12 @@ void check_grid(const Case& c, const DeviceFacts& device) {
     ASSERT_LE(rows.first + rows.count, total_rows) << "block " << b;
     ASSERT_LE(rows.count, lane_max_block_rows(run, per_pair, c.divisor, total_rows)) << "block " << b;
     ASSERT_LE(Tl::template pairs_smem_bytes<kGated>(c.k, rows.count, teams), g.smem) << "block " << b;
+    // the kernel's arithmetic: the rows in 32 bits, each team's items by its cursor
+    const int64_t divisor = lane_pair_divisor(c.divisor, c.pairs);
+    const LaneBlockRows rows32 = lane_block_rows<uint32_t>(u32(begin), u32(end), u32(per_pair), u32(divisor));
+    ASSERT_EQ(rows32.first, rows.first) << "block " << b;
+    ASSERT_EQ(rows32.count, rows.count) << "block " << b;
+    for (int t = 0; t < teams && begin + t < end; ++t) check_walk(begin + t, end, teams, per_pair, divisor, rows.first);
   }
 }
 
@@ -98,6 +121,30 @@ TEST(LanePairsGrid, DeclinesWhereNoRunFits) {
   EXPECT_TRUE((lane_pairs_grid<IQ4, false>(768, 32768, 1, 1, small).fits));
   // no items: nothing to launch
   EXPECT_FALSE((lane_pairs_grid<IQ4, false>(768, 2048, 0, 8, d).fits));
+}
+
+TEST(LanePairsGrid, CursorWalksAsTheDivisionsDo) {
+  // steps below, at and past the items per pair (a pair passed over between two items), one item
+  // per pair, divisors of one, top-k and past the pairs
+  for (int64_t per_pair : {1, 2, 5, 6, 192, 384})
+    for (int64_t step : {1, 3, 6, 12, 32})
+      for (int64_t divisor : {1, 4, 8}) {
+        check_walk(0, 3000, step, per_pair, divisor, 0);
+        check_walk(1234, 4321, step, per_pair, divisor, 1234 / per_pair / divisor);
+      }
+  // the last items below 2^32 (the most the launch allows)
+  const int64_t last = (int64_t{1} << 32) - 1;
+  check_walk(last - 5000, last + 1, 32, 192, 8, (last - 5000) / 192 / 8);
+  check_walk(last - 300, last + 1, 7, 1, 1, last - 300);
+  const LaneBlockRows r = lane_block_rows<uint32_t>(u32(last - 999), u32(last + 1), 192, 8);
+  const LaneBlockRows r64 = lane_block_rows<int64_t>(last - 999, last + 1, 192, 8);
+  EXPECT_EQ(r.first, r64.first);
+  EXPECT_EQ(r.count, r64.count);
+  // a divisor past the pairs: every pair's row is 0 either way
+  EXPECT_EQ(lane_pair_divisor(8, 3), 3);
+  EXPECT_EQ(lane_pair_divisor(int64_t{1} << 40, 1000), 1000);
+  EXPECT_EQ(lane_pair_divisor(8, 64), 8);
+  EXPECT_EQ(lane_pair_divisor(8, 0), 1);
 }
 
 TEST(LanePairsGrid, BlockRowsOfARun) {

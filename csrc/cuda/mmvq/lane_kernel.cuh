@@ -195,11 +195,10 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     groups = begin + a.pairs.items_per_block < items ? begin + a.pairs.items_per_block : items;
     group_step = teams;
     group = begin + team;
-    // lane_block_rows in 32 bits (items and the divisor are below 2^32: the launch)
-    const auto divisor = static_cast<uint32_t>(a.pairs.x_pair_divisor);
-    const uint32_t first_row = static_cast<uint32_t>(begin) / per_pair / divisor;
-    x_rows = {first_row, static_cast<int>(static_cast<uint32_t>(groups - 1) / per_pair / divisor - first_row + 1)};
-    first_x_row = static_cast<int>(first_row);
+    // (items and the divisor below 2^32: the launch)
+    x_rows = lane_block_rows<uint32_t>(static_cast<uint32_t>(begin), static_cast<uint32_t>(groups), per_pair,
+                                       static_cast<uint32_t>(a.pairs.x_pair_divisor));
+    first_x_row = static_cast<int>(x_rows.first);
     cursor = lane_cursor(a, static_cast<uint32_t>(group), per_pair, first_x_row);
   } else {
     groups = (a.n + kRows - 1) / kRows;

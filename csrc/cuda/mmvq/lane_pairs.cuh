@@ -26,34 +26,15 @@ struct LaneItem {
   bool live;
 };
 
-// Where a team is in its run of items: item `group` of `pair` (group < per_pair) and that pair's
-// activation row in the block's shared rows. Items of a team lie `teams` apart, so the pair moves
-// on once per per_pair / teams items: the divisions run only then (three per item, for the item,
-// the next one's prefetch and the store, cost the pairs kernel about a tenth of its issue slots at
-// eight tokens; NOTES.md).
-struct LaneCursor {
-  uint32_t pair, group;
-  int x_row;
-};
-
+// The cursor (lane_pairs_layout.h) of item `item` and the one `step` items on, with the divisor
+// of the pairs' activation rows from the launch (below 2^32: launch_mmvq_lane_pairs clamps it).
 __device__ __forceinline__ LaneCursor lane_cursor(const MmvqPairArgs& a, uint32_t item, uint32_t per_pair,
                                                   int first_x_row) {
-  const uint32_t pair = item / per_pair;
-  return {pair, item - pair * per_pair,
-          static_cast<int>(pair / static_cast<uint32_t>(a.pairs.x_pair_divisor)) - first_x_row};
+  return lane_cursor(item, per_pair, static_cast<uint32_t>(a.pairs.x_pair_divisor), first_x_row);
 }
-
-// The cursor `step` items on.
 __device__ __forceinline__ LaneCursor lane_next_item(const MmvqPairArgs& a, LaneCursor c, uint32_t step,
                                                      uint32_t per_pair, int first_x_row) {
-  c.group += step;
-  if (c.group >= per_pair) {
-    const uint32_t q = c.group / per_pair;
-    c.pair += q;
-    c.group -= q * per_pair;
-    c.x_row = static_cast<int>(c.pair / static_cast<uint32_t>(a.pairs.x_pair_divisor)) - first_x_row;
-  }
-  return c;
+  return lane_next_item(c, step, per_pair, static_cast<uint32_t>(a.pairs.x_pair_divisor), first_x_row);
 }
 
 template <bool kGated, int kRows>

@@ -20,14 +20,16 @@ constexpr int64_t lane_items_per_pair(int64_t n, bool gated, int rows) {
 }
 
 // The activation rows a run of items [begin, end) reads (end > begin): rows of its first to last
-// pair, divided by x_pair_divisor.
+// pair, divided by x_pair_divisor. The planner counts in 64 bits; the kernel in 32 (items and the
+// divisor are below 2^32 there: the launch), where a division is a third of the instructions.
 struct LaneBlockRows {
   int64_t first;
   int count;
 };
-constexpr LaneBlockRows lane_block_rows(int64_t begin, int64_t end, int64_t per_pair, int64_t divisor) {
-  const int64_t first = begin / per_pair / divisor, last = (end - 1) / per_pair / divisor;
-  return {first, static_cast<int>(last - first + 1)};
+template <class I>
+constexpr LaneBlockRows lane_block_rows(I begin, I end, I per_pair, I divisor) {
+  const I first = begin / per_pair / divisor, last = (end - 1) / per_pair / divisor;
+  return {static_cast<int64_t>(first), static_cast<int>(last - first + 1)};
 }
 // The most rows any run of `run` items reads: it spans at most ceil((run - 1) / per_pair) + 1
 // pairs, and P consecutive pairs at most ceil((P - 1) / divisor) + 1 rows (a run of one item: one).
@@ -35,6 +37,37 @@ constexpr int64_t lane_max_block_rows(int64_t run, int64_t per_pair, int64_t div
   const int64_t pairs = (run - 1 + per_pair - 1) / per_pair + 1;
   const int64_t rows = (pairs - 1 + divisor - 1) / divisor + 1;
   return rows < total_rows ? rows : total_rows;
+}
+
+// The divisor of the pairs' activation rows as the kernel takes it (32 bits): one past the pairs
+// maps every pair to row 0, as the number of pairs does.
+constexpr int64_t lane_pair_divisor(int64_t divisor, int64_t pairs) {
+  return divisor > pairs ? (pairs > 0 ? pairs : 1) : divisor;
+}
+
+// Where a team is in its run of items: item `group` of `pair` (group < per_pair) and the pair's
+// activation row among the block's (pair / divisor - first_x_row). A team's items lie `teams`
+// apart, so its pair moves on once per per_pair / teams items and the divisions run only then
+// (three per item, for the item, the next one's prefetch and the store, cost the pairs kernel
+// about a tenth of its issue slots at eight tokens; NOTES.md). Items below 2^32 (the launch).
+struct LaneCursor {
+  uint32_t pair, group;
+  int x_row;
+};
+constexpr LaneCursor lane_cursor(uint32_t item, uint32_t per_pair, uint32_t divisor, int first_x_row) {
+  const uint32_t pair = item / per_pair;
+  return {pair, item - pair * per_pair, static_cast<int>(pair / divisor) - first_x_row};
+}
+// The cursor `step` items on.
+constexpr LaneCursor lane_next_item(LaneCursor c, uint32_t step, uint32_t per_pair, uint32_t divisor, int first_x_row) {
+  c.group += step;
+  if (c.group >= per_pair) {
+    const uint32_t q = c.group / per_pair;
+    c.pair += q;
+    c.group -= q * per_pair;
+    c.x_row = static_cast<int>(c.pair / divisor) - first_x_row;
+  }
+  return c;
 }
 
 }  // namespace lowbit::cuda_detail
