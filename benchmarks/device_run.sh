@@ -167,9 +167,9 @@ for step in "${steps[@]}"; do
       echo "profile-moe rc=$?"; cat "$OUT/profile-moe.txt" ;;
     ncu-moe)
       # the vector MoE's pairs kernel (the lane or the int8 MMVQ) of moe_proj for NCU_TYPES at NCU_M
-      # tokens: a kernel node of the graph replays (NCU_SKIP matching launches skipped; L2 left warm,
-      # as in the replays), with the warp-state samples of every SASS line (ncu-moe-*-sass.csv, read
-      # by tools/ncu_source.py)
+      # tokens: one of profile_moe.py's warm-up calls, back to back (NCU_SKIP matching launches
+      # skipped; L2 left warm, as in its replays), with the warp-state samples of every SASS line
+      # (ncu-moe-*-sass.csv, read by tools/ncu_source.py)
       for t in ${NCU_TYPES:-iq4_xs}; do
         for m in ${NCU_M:-8}; do
           rep="$OUT/ncu-moe-$t-m$m"
