@@ -207,6 +207,19 @@ MUTANTS: list[Mutant] = [
         "out.index_copy_(0, tokens, y * scale);",
         MOE_TESTS,
     ),
+    # --- the MoE vector kernel's item walk (csrc/cuda/mmvq/lane_pairs_layout.h; GoogleTest) ---
+    Mutant(
+        "lane cursor: one pair on per wrap, however many the step passes",
+        "csrc/cuda/mmvq/lane_pairs_layout.h",
+        "const uint32_t q = c.group / per_pair;",
+        "const uint32_t q = 1;",
+    ),
+    Mutant(
+        "lane cursor: the activation row left behind when the pair moves on",
+        "csrc/cuda/mmvq/lane_pairs_layout.h",
+        "c.x_row = static_cast<int>(c.pair / divisor) - first_x_row;",
+        "c.x_row = static_cast<int>(c.pair) - first_x_row;",
+    ),
 ]
 
 

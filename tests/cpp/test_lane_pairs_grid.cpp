@@ -92,6 +92,8 @@ TEST(LanePairsGrid, RunsCoverTheItemsAndTheirRowsFit) {
     check_grid<IQ4, false>({2048, 768, tokens * 8, 1}, d);
     check_grid<IQ2, true>({4096, 7168, tokens * 8, 8}, d);
   }
+  // a divisor past the pairs (launch_moe_vec_int8 passes lane_pair_divisor's): every pair reads row 0
+  check_grid<IQ4, false>({768, 2048, 3, 8}, d);
   // few rows per pair and many pairs: a run spans many pairs and reads many rows
   check_grid<IQ4, false>({24, 512, 4000, 1}, d);
   check_grid<IQ4, true>({2, 256, 3001, 3}, d);
@@ -132,8 +134,8 @@ TEST(LanePairsGrid, CursorWalksAsTheDivisionsDo) {
         check_walk(0, 3000, step, per_pair, divisor, 0);
         check_walk(1234, 4321, step, per_pair, divisor, 1234 / per_pair / divisor);
       }
-  // the last items below 2^32 (the most the launch allows)
-  const int64_t last = (int64_t{1} << 32) - 1;
+  // the last items the launch allows (fewer than 2^32)
+  const int64_t last = (int64_t{1} << 32) - 2;
   check_walk(last - 5000, last + 1, 32, 192, 8, (last - 5000) / 192 / 8);
   check_walk(last - 300, last + 1, 7, 1, 1, last - 300);
   const LaneBlockRows r = lane_block_rows<uint32_t>(u32(last - 999), u32(last + 1), 192, 8);

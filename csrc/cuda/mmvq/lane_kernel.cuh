@@ -82,7 +82,8 @@ __device__ __forceinline__ float warp_sum_spread(float (&v)[kN], int lane, int& 
 // (layout of MmvqLaneTiling): kTokens (1 or 2) tokens from row 0, or with kTokens == 0 any number
 // of rows, their scales row by row ([row][K / 32], the pairs mode's layout; at one row both are
 // the same). Thread items are (row, int8 group), whole sub-blocks per four lanes.
-// after_first_loads() runs once, between the first values' loads and their use.
+// after_first_loads() runs once (where there is anything to quantize), between the first values'
+// loads and their use.
 template <class Act, I8Order kOrder, int kTokens, class AfterFirstLoads>
 __device__ __forceinline__ void quantize_into_shared(const MmvqArgs& a, int first_row, int rows, uint8_t* codes,
                                                      float* scales, AfterFirstLoads&& after_first_loads) {

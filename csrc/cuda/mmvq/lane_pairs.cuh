@@ -27,7 +27,8 @@ struct LaneItem {
 };
 
 // The cursor (lane_pairs_layout.h) of item `item` and the one `step` items on, with the divisor
-// of the pairs' activation rows from the launch (below 2^32: launch_mmvq_lane_pairs clamps it).
+// of the pairs' activation rows from the launch (below 2^32: launch_moe_vec_int8 clamps it,
+// lane_pair_divisor).
 __device__ __forceinline__ LaneCursor lane_cursor(const MmvqPairArgs& a, uint32_t item, uint32_t per_pair,
                                                   int first_x_row) {
   return lane_cursor(item, per_pair, static_cast<uint32_t>(a.pairs.x_pair_divisor), first_x_row);

@@ -102,8 +102,6 @@ bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
     device.shared_per_block_optin = limits.shared_per_block_optin;
     device.shared_per_sm = limits.shared_per_sm;
     device.multiprocessors = limits.sms;
-    // the kernel divides pair indices (below 2^32, checked by the grid) in 32 bits
-    a.pairs.x_pair_divisor = lane_pair_divisor(a.pairs.x_pair_divisor, a.pairs.count);
     auto launch = [&](auto gated) {
       constexpr bool kGated = decltype(gated)::value;
       constexpr MmvqMode kMode = kGated ? MmvqMode::kGatedPairs : MmvqMode::kPairs;

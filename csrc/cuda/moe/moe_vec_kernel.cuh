@@ -112,8 +112,7 @@ void launch_moe_vec_int8(const MoeProjArgs& a, cudaStream_t stream) {
   m.pairs.count = a.pairs;
   m.pairs.w_expert_stride = a.w_expert_stride;
   m.pairs.scale_expert_stride = a.scale_expert_stride;
-  // (a divisor past the pairs maps every pair to row 0, as does `pairs`: the kernels divide in 32 bits)
-  m.pairs.x_pair_divisor = a.x_pair_divisor < a.pairs ? a.x_pair_divisor : (a.pairs > 0 ? a.pairs : 1);
+  m.pairs.x_pair_divisor = lane_pair_divisor(a.x_pair_divisor, a.pairs);  // the kernels divide in 32 bits
   m.pairs.out_type = a.out_type;
   m.pairs.gated = a.gated;
   m.pairs.activation = a.activation;
