@@ -60,9 +60,7 @@ def profile(label: str, call: Callable[[int], object]) -> None:
     span = statistics.median(spans)
     gap = statistics.median(gaps) if gaps else 0.0
     # kernels that launch early (programmatic launches) start before the call before has ended, so
-    # a call's cost is the replays' whole span over the calls, not one call's span plus its gap (a
-    # three-call graph of the vector kernel at one token gave 4.6 us that way, against the 6.3 us
-    # bench_moe.py times)
+    # a call's cost is the replays' whole span over the calls, not one call's span plus its gap
     whole = (kernels[-1].time_range.end - kernels[0].time_range.start) / calls
     print(f"{label}: {whole:.1f} us per call over the replays (one call's span {span:.1f}, gap to the next {gap:.1f})")
     for i in range(per_call):

@@ -21,7 +21,7 @@ constexpr int64_t lane_items_per_pair(int64_t n, bool gated, int rows) {
 
 // The activation rows a run of items [begin, end) reads (end > begin): rows of its first to last
 // pair, divided by x_pair_divisor. The planner counts in 64 bits; the kernel in 32 (items and the
-// divisor are below 2^32 there: the launch), where a division is a third of the instructions.
+// divisor are below 2^32 there: the launch), where a division costs far fewer instructions.
 struct LaneBlockRows {
   int64_t first;
   int count;
@@ -47,9 +47,8 @@ constexpr int64_t lane_pair_divisor(int64_t divisor, int64_t pairs) {
 
 // Where a team is in its run of items: item `group` of `pair` (group < per_pair) and the pair's
 // activation row among the block's (pair / divisor - first_x_row). A team's items lie `teams`
-// apart, so its pair moves on once per per_pair / teams items and the divisions run only then
-// (three per item, for the item, the next one's prefetch and the store, cost the pairs kernel
-// about a tenth of its issue slots at eight tokens; NOTES.md). Items below 2^32 (the launch).
+// apart, so its pair moves on once per per_pair / teams of them and the divisions run only then,
+// not for every item (NOTES.md, the MoE vector kernel's cursor). Items below 2^32 (the launch).
 struct LaneCursor {
   uint32_t pair, group;
   int x_row;
