@@ -189,6 +189,8 @@ VEC_TYPES = [
     # H200's 227 KB): the tensor-core pairs kernel and its prologue
     (QuantType.IQ4_XS, 212992, 24),
     (QuantType.IQ2_XXS, 256 * 3, 70),  # three units, an N tail (70 = 4 tiles + 6)
+    (QuantType.IQ2_XXS, 256 * 5, 12),  # paired rounds: an odd number of 256-blocks
+    (QuantType.IQ4_NL, 32 * 80, 20),  # paired rounds over 32-blocks, a round short at the end
     (QuantType.IQ2_XS, 512, 33),  # 16-weight scales
     (QuantType.IQ1_M, 256, 40),
     (QuantType.IQ3_S, 1280, 16),

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/common/device_codebooks.cuh"
 #include "cuda/common/int8_activations.cuh"
@@ -194,14 +195,17 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     return BlockRef{row + (Rows::kBlocksPerUnit == 1 ? 0 : s) * Traits::kBlockBytes, split};
   };
 
-  auto compute = [&](int u, int slot) {
+  // `whole` is std::true_type for a unit with all eight spans of K: the span checks then fold
+  // away, and only the last unit of a K with a short tail takes the checked copy.
+  auto compute = [&](int u, int slot, auto whole) {
+    constexpr bool kWhole = decltype(whole)::value;
     const uint8_t* const st = ring + slot * Tl::kStageBytes;
     const uint8_t* const wst = st + Tl::kActBytes + Tl::kScaleBytes + warp * Rows::kStageBytes;
     const uint8_t* lo = staged_row<Rows>(wa, wst, g, row_lo, u);
     const uint8_t* hi = staged_row<Rows>(wa, wst, g + 8, row_hi, u);
     const int64_t k0 = static_cast<int64_t>(u) * kMmqUnitElems;
     const int64_t left = (k - k0) / 32;
-    const int subs = left < 8 ? static_cast<int>(left) : 8;  // spans of K in this unit (the last may be short)
+    const int subs = kWhole ? 8 : (left < 8 ? static_cast<int>(left) : 8);  // spans of K in this unit
     if constexpr (kInt8) {
       // Run s + 1 is decoded while the tensor cores take run s; run s is scaled into acc once its
       // wgmma is done (wait 0: reading the int32 fragment earlier serializes every wgmma).
@@ -287,6 +291,13 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     }
   };
 
+  auto compute_unit = [&](int u, int slot) {
+    if ((static_cast<int64_t>(u) + 1) * kMmqUnitElems <= k)
+      compute(u, slot, std::true_type{});
+    else
+      compute(u, slot, std::false_type{});
+  };
+
   if constexpr (Tl::kStages >= 3) {
     // Units in flight: kStages - 2 ahead of the one computed. The wgmma of a unit's last slice is
     // still running when the next unit starts; the first slice's wait of unit u - 1 retires it,
@@ -309,7 +320,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
         stage(u + kAhead, (i + kAhead) % Tl::kStages);
       else
         cp_async_commit();
-      compute(u, i % Tl::kStages);
+      compute_unit(u, i % Tl::kStages);
     }
     wgmma_wait<0>();
     fence_accumulators(acc);
@@ -330,7 +341,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
       cp_async_wait<1>();
       fence_shared_for_async_proxy();
       __syncthreads();
-      compute(u, i & 1);
+      compute_unit(u, i & 1);
       wgmma_wait<0>();
       fence_accumulators(acc);
       __syncthreads();  // every wgmma has read the slot before it is refilled

@@ -33,7 +33,7 @@ constexpr LaneShape lane_pairs_shape(bool words, bool gated) {
   const tuning::LanePairsRow split = tuning::lane_pairs_split(Traits::kType);
   s.rows = split.rows;  // gated: even (the kernel asserts it), half gate rows, half up rows
   s.team_warps = split.team_warps;
-  s.pairs = false;
+  s.pairs = split.paired_rounds;
   s.select_prefetch = false;
   s.prefetch_ahead = split.prefetch_ahead;
   return s;

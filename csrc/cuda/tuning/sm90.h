@@ -62,6 +62,8 @@ inline constexpr LaneRow kLaneRows[] = {
 // Q5_0 spilled at four rows: two, not measured (NOTES.md, "MoE vector items of four rows").
 inline constexpr Provenance kMoePairs20261201{"H200", "d7cd5a6", "2026-12-01"};  // against cf7270e
 inline constexpr LanePairsRow kLanePairsRows[] = {
+    {Q::IQ4_NL, 4, 1, 2, nullptr, /*paired_rounds=*/true},
+    {Q::IQ2_XXS, 4, 1, 2, nullptr, /*paired_rounds=*/true},
     {Q::IQ1_M, 2, 1, 1, nullptr},
     {Q::Q5_0, 2, 1, 1, nullptr},
     {kAnyType, 4, 1, 1, &kMoePairs20261201},

@@ -40,7 +40,8 @@ struct LaneShape {
 // How the lane MMVQ's pairs modes (the MoE vector projection, one token per pair;
 // mmvq/lane_pairs.cuh) split a type's work: items of `rows` rows (gated: rows / 2 outputs, each its
 // gate row and its up row) for teams of team_warps warps, the lines prefetch_ahead rounds on
-// started into L2, one sub-block per lane and round (LaneShape's pairs and select_prefetch off).
+// started into L2, one sub-block per lane and round (select_prefetch off), or two sub-blocks per
+// step with their loads in flight together where paired_rounds is set (LaneShape's pairs).
 // The decode choices (whole_sub, split_signs, words) stay the type's one-token ones.
 struct LanePairsRow {
   QuantType type;
@@ -48,6 +49,7 @@ struct LanePairsRow {
   int team_warps;
   int prefetch_ahead;
   const Provenance* measured;
+  bool paired_rounds = false;
 };
 
 // Which of the lane kernel's two instantiations a row applies to: the one reading aligned words
