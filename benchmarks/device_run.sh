@@ -148,17 +148,23 @@ for step in "${steps[@]}"; do
     ncu)
       # the MMVQ kernel (NCU_MATH auto | bf16 | int8) or the MMQ tile kernel (NCU_MATH=mmq) of each
       # of NCU_TYPES at each of NCU_M tokens: speed of light, scheduler and warp states (stall
-      # reasons), occupancy, compute and memory workload (the clocks left alone: device/METHOD.md)
+      # reasons), occupancy, compute and memory workload (the clocks left alone: device/METHOD.md),
+      # and the warp-state samples of every SASS line (ncu-*-sass.csv, read by tools/ncu_source.py)
       math="${NCU_MATH:-auto}"; kernel=mmvq; [ "$math" = mmq ] && kernel=mmq_wgmma
       for t in ${NCU_TYPES:-iq4_xs}; do
         for m in ${NCU_M:-1}; do
+          rep="$OUT/ncu-$kernel-$t-m$m"
           ncu --clock-control none -k regex:$kernel --launch-skip 3 --launch-count 1 --section SpeedOfLight \
             --section SchedulerStats --section WarpStateStats --section Occupancy --section ComputeWorkloadAnalysis \
-            --section MemoryWorkloadAnalysis python3 benchmarks/profile_mmvq.py "$t" "$m" "$math" \
-            > "$OUT/ncu-$kernel-$t-m$m.txt" 2>&1
+            --section MemoryWorkloadAnalysis --section SourceCounters -o "$rep" -f \
+            python3 benchmarks/profile_mmvq.py "$t" "$m" "$math" > "$rep.log" 2>&1
           echo "ncu $kernel $t M=$m rc=$?"
+          ncu -i "$rep.ncu-rep" > "$rep.txt" 2>&1
+          ncu -i "$rep.ncu-rep" --page source --csv --print-source sass > "$rep-sass.csv" 2>&1
+          rm -f "$rep.ncu-rep"
           grep -E "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Compute \(SM\) Thr|Memory Thr" \
-            "$OUT/ncu-$kernel-$t-m$m.txt" | head -8
+            "$rep.txt" | head -8
+          python3 tools/ncu_source.py "$rep-sass.csv" --top 8 --step 200
         done
       done ;;
     profile-moe)
@@ -166,18 +172,21 @@ for step in "${steps[@]}"; do
       python3 -X faulthandler benchmarks/profile_moe.py ${PROFILE_MOE_ARGS:-} > "$OUT/profile-moe.txt" 2>&1
       echo "profile-moe rc=$?"; cat "$OUT/profile-moe.txt" ;;
     ncu-moe)
-      # the vector MoE's pairs kernel (the lane or the int8 MMVQ) of moe_proj for NCU_TYPES at NCU_M
-      # tokens: one of profile_moe.py's warm-up calls, back to back (NCU_SKIP matching launches
-      # skipped; L2 left warm, as in its replays), with the warp-state samples of every SASS line
-      # (ncu-moe-*-sass.csv, read by tools/ncu_source.py)
+      # the vector MoE's pairs kernel (the lane or the int8 MMVQ; NCU_MOE_KERNEL=moe_batched: the
+      # grouped MMQ) of moe_proj for NCU_TYPES at NCU_M tokens: one of profile_moe.py's warm-up
+      # calls, back to back (NCU_SKIP matching launches skipped; L2 left warm, as in its replays),
+      # with the warp-state samples of every SASS line (ncu-moe-*-sass.csv, read by tools/ncu_source.py)
+      moe_kernel="${NCU_MOE_KERNEL:-moe_vec}"
+      regex="mmvq_(lane|int8)_kernel"; [ "$moe_kernel" = moe_batched ] && regex="mmq_grouped_kernel"
       for t in ${NCU_TYPES:-iq4_xs}; do
         for m in ${NCU_M:-8}; do
-          rep="$OUT/ncu-moe-$t-m$m"
-          ncu --clock-control none --cache-control none -k regex:"mmvq_(lane|int8)_kernel" --launch-skip "${NCU_SKIP:-6}" \
+          rep="$OUT/ncu-$moe_kernel-$t-m$m"
+          ncu --clock-control none --cache-control none -k regex:"$regex" --launch-skip "${NCU_SKIP:-6}" \
             --launch-count 1 --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section Occupancy \
             --section LaunchStats --section MemoryWorkloadAnalysis --section SourceCounters -o "$rep" -f \
-            python3 benchmarks/profile_moe.py --types "$t" --tokens "$m" --ops moe_proj > "$rep.log" 2>&1
-          echo "ncu moe_vec $t T=$m rc=$?"
+            python3 benchmarks/profile_moe.py --types "$t" --tokens "$m" --ops moe_proj --kernels "$moe_kernel" \
+            > "$rep.log" 2>&1
+          echo "ncu $moe_kernel $t T=$m rc=$?"
           ncu -i "$rep.ncu-rep" > "$rep.txt" 2>&1
           ncu -i "$rep.ncu-rep" --page source --csv --print-source sass > "$rep-sass.csv" 2>&1
           rm -f "$rep.ncu-rep"
