@@ -113,6 +113,11 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--k", type=int, default=14336)
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument(
+        "--unchecked",
+        action="store_true",
+        help="time builds whose results are wrong on purpose (a bound, e.g. a decode without its bank conflicts)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     types = [t for t in args.types.split(",") if t]
@@ -161,7 +166,7 @@ def main() -> int:
                 if not line.startswith("{"):
                     continue
                 r = json.loads(line)
-                if not r["rel_err"] < 2e-2:
+                if not r["rel_err"] < 2e-2 and not args.unchecked:
                     print(f"build {name}: {r['type']} M={r['m']} rel_err {r['rel_err']:.3g}", file=sys.stderr)
                     return 1
                 key = (name, r["type"], r["m"])
@@ -169,7 +174,8 @@ def main() -> int:
 
     shape = "E=128 top-8 N=768 K=2048, M = tokens" if moe else f"N={args.n} K={args.k}"
     math_note = f", math={args.math}" if args.op in ("mmq", "moe_batched") else ""
-    print(f"{args.op} us, {shape}{math_note}, fastest of {args.passes} alternating passes")
+    unchecked = ", results unchecked" if args.unchecked else ""
+    print(f"{args.op} us, {shape}{math_note}, fastest of {args.passes} alternating passes{unchecked}")
     print(f"{'type':<12}{'M':>3}" + "".join(f"{name:>12}" for name, _, _ in builds))
     for t in types:
         for m in ms:
