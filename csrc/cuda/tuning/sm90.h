@@ -62,7 +62,7 @@ inline constexpr LaneRow kLaneRows[] = {
 // Q5_0 spilled at four rows: two, not measured (NOTES.md, "MoE vector items of four rows").
 // Paired rounds won for IQ4_NL and IQ2_XXS, lost for IQ4_XS; every other format spills with them
 // (NOTES.md, "whole MMQ units and paired rounds").
-inline constexpr Provenance kMoePairs20261201{"H200", "d7cd5a6", "2026-12-01"};  // against cf7270e
+inline constexpr Provenance kMoePairs20261201{"H200", "d7cd5a6", "2026-12-01"};         // against cf7270e
 inline constexpr Provenance kMoePairedRounds20261202{"H200", "76bc916", "2026-12-02"};  // against 2759a48
 inline constexpr LanePairsRow kLanePairsRows[] = {
     {Q::IQ4_NL, 4, 1, 2, &kMoePairedRounds20261202, /*paired_rounds=*/true},
