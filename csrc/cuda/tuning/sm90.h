@@ -60,8 +60,8 @@ inline constexpr LaneRow kLaneRows[] = {
 // one-token shapes the per-item work (the pair's expert, row pointers, warp sums, store) weighs
 // about as much as the decode; four rows per item keep four loads in flight per lane. IQ1_M and
 // Q5_0 spilled at four rows: two, not measured (NOTES.md, "MoE vector items of four rows").
-// Paired rounds won for IQ4_NL and IQ2_XXS, lost for IQ4_XS; every other format spills with them
-// (NOTES.md, "whole MMQ units and paired rounds").
+// Paired rounds won for IQ4_NL and IQ2_XXS, lost for IQ4_XS; the other formats spilled with them at
+// four rows (NOTES.md, "whole MMQ units and paired rounds"; two rows wait in benchmarks/candidates).
 inline constexpr Provenance kMoePairs20261201{"H200", "d7cd5a6", "2026-12-01"};         // against cf7270e
 inline constexpr Provenance kMoePairedRounds20261202{"H200", "76bc916", "2026-12-02"};  // against 2759a48
 inline constexpr LanePairsRow kLanePairsRows[] = {
