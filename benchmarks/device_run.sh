@@ -37,6 +37,16 @@ use_system_cxx() {
     if [ -x "$cxx" ]; then export CXX="$cxx" CUDAHOSTCXX="$cxx"; break; fi
   done
 }
+# An ncu report REP.ncu-rep as text (REP.txt, the lines matching $2 printed) and its per-line SASS
+# samples (REP-sass.csv, summed by tools/ncu_source.py); the binary report is removed (few files
+# come back from the GPU machine).
+export_ncu_report() {
+  ncu -i "$1.ncu-rep" > "$1.txt" 2>&1
+  ncu -i "$1.ncu-rep" --page source --csv --print-source sass > "$1-sass.csv" 2>&1
+  rm -f "$1.ncu-rep"
+  grep -E "$2" "$1.txt" | head -12
+  python3 tools/ncu_source.py "$1-sass.csv" --top 8 --step 200
+}
 base_pid=""
 # the trees build-base started: wait for each once (ab and ab-test both need them)
 wait_base_builds() {
@@ -159,12 +169,7 @@ for step in "${steps[@]}"; do
             --section MemoryWorkloadAnalysis --section SourceCounters -o "$rep" -f \
             python3 benchmarks/profile_mmvq.py "$t" "$m" "$math" > "$rep.log" 2>&1
           echo "ncu $kernel $t M=$m rc=$?"
-          ncu -i "$rep.ncu-rep" > "$rep.txt" 2>&1
-          ncu -i "$rep.ncu-rep" --page source --csv --print-source sass > "$rep-sass.csv" 2>&1
-          rm -f "$rep.ncu-rep"
-          grep -E "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Compute \(SM\) Thr|Memory Thr" \
-            "$rep.txt" | head -8
-          python3 tools/ncu_source.py "$rep-sass.csv" --top 8 --step 200
+          export_ncu_report "$rep" "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Compute \(SM\) Thr|Memory Thr"
         done
       done ;;
     profile-moe)
@@ -187,12 +192,7 @@ for step in "${steps[@]}"; do
             python3 benchmarks/profile_moe.py --types "$t" --tokens "$m" --ops moe_proj --kernels "$moe_kernel" \
             > "$rep.log" 2>&1
           echo "ncu $moe_kernel $t T=$m rc=$?"
-          ncu -i "$rep.ncu-rep" > "$rep.txt" 2>&1
-          ncu -i "$rep.ncu-rep" --page source --csv --print-source sass > "$rep-sass.csv" 2>&1
-          rm -f "$rep.ncu-rep"
-          grep -E "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Memory Thr|DRAM Thr|Registers Per|Block Limit" \
-            "$rep.txt" | head -12
-          python3 tools/ncu_source.py "$rep-sass.csv" --top 8 --step 200
+          export_ncu_report "$rep" "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Memory Thr|DRAM Thr|Registers Per|Block Limit"
         done
       done ;;
     pack)
