@@ -7,7 +7,8 @@
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
 #   bit-exact decode tests skip there. LOWBIT_COMMIT names the commit in the CSVs (no .git there).
 #   A/B against another commit: `mkdir ab-base && git archive REV | tar -x -C ab-base` here (ab-*/
-#   are ignored; carry them), then `build-base build ... ab`: build-base compiles the extension of
+#   are ignored; carry them; benchmarks/candidate_tree.sh makes one with candidate patches applied),
+#   then `build-base build ... ab`: build-base compiles the extension of
 #   ab-base (or of each tree in AB_DIRS, e.g. "ab-base ab-two") in the background, ab waits for
 #   them and runs benchmarks/ab_builds.py (AB_OP: mmvq, the default, mmq, moe_vec or moe_batched;
 #   AB_MATH: mmq's and moe_batched's arithmetic) on AB_TYPES (default: the nine I-quants) at AB_M
@@ -80,10 +81,11 @@ for step in "${steps[@]}"; do
         --types "${AB_TYPES:-iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,iq4_nl,iq4_xs}" --m "${AB_M:-1,2}" \
         > "$OUT/ab.txt" 2>&1; echo "ab rc=$?"; cat "$OUT/ab.txt" ;;
     ab-test)
-      # the Python tests (AB_TEST_FILES, default the MMQ and MoE files) on each tree of AB_DIRS
-      # with its own build (build-base), each file in its own process; waits for the builds
+      # the Python tests (AB_TEST_FILES, default the MMQ and MoE files) on each tree of AB_TEST_DIRS
+      # (default AB_DIRS) with its own build (build-base), each file in its own process; waits for
+      # the builds
       wait_base_builds
-      for d in ${AB_DIRS:-ab-base}; do
+      for d in ${AB_TEST_DIRS:-${AB_DIRS:-ab-base}}; do
         for f in ${AB_TEST_FILES:-tests/python/test_mmq.py tests/python/test_moe_ops.py tests/python/test_moe_cuda.py}; do
           ( cd "$d" && PYTHONPATH="$PWD/python${site_path:+:$site_path}" timeout 300 python3 -X faulthandler -m pytest -q -p no:cacheprovider "$f" \
               > "$OUT/ab-test-$d-$(basename "$f" .py).log" 2>&1 )
