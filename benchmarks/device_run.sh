@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build-base|build|test|sanitize-gtest|sanitize|sanitize-mmq|sanitize-moe|bench|bench-mmq|bench-moe|ab|ab-test|ncu|ncu-moe|profile-moe|pack|
+#   bash benchmarks/device_run.sh [build-base|wait-base|build|test|sanitize-gtest|sanitize|sanitize-mmq|sanitize-moe|bench|bench-mmq|bench-moe|ab|ab-test|ncu|ncu-moe|profile-moe|pack|
 #   gbench|gdb ...]
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
@@ -73,6 +73,9 @@ for step in "${steps[@]}"; do
         pids+=($!)
       done
       base_pid="${pids[*]}" ;;
+    wait-base)
+      # build-base's trees built, for commands that run after this script
+      wait_base_builds ;;
     ab)
       wait_base_builds
       build_args=()
