@@ -42,11 +42,11 @@ void check_walk(int64_t first, int64_t end, int64_t step, int64_t per_pair, int6
   }
 }
 
-template <class Traits, bool kGated>
+template <class Traits, bool kGated, bool kFew = false>
 void check_grid(const Case& c, const DeviceFacts& device) {
   using Tl = MmvqLaneTiling<Traits>;
-  constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated);
-  const LanePairsGrid g = lane_pairs_grid<Traits, kGated>(c.n, c.k, c.pairs, c.divisor, device);
+  constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated, kFew);
+  const LanePairsGrid g = lane_pairs_grid<Traits, kGated, kFew>(c.n, c.k, c.pairs, c.divisor, device);
   ASSERT_TRUE(g.fits) << "n " << c.n << " k " << c.k << " pairs " << c.pairs;
   const int64_t per_pair = lane_items_per_pair(c.n, kGated, kShape.rows);
   const int64_t items = c.pairs * per_pair;
@@ -108,6 +108,40 @@ TEST(LanePairsGrid, RunsCoverTheItemsAndTheirRowsFit) {
   check_grid<IQ1M, true>({1538, 2048, 64, 8}, d);
   check_grid<Q50, false>({131, 416, 1000, 8}, d);
   check_grid<Q50, true>({262, 416, 7, 1}, d);
+  // the splits for few items (two rows), where the launch takes them
+  using IQ3S = FormatTraits<QuantType::IQ3_S>;
+  check_grid<IQ3S, false, true>({768, 2048, 8, 8}, d);
+  check_grid<IQ3S, true, true>({1536, 2048, 8, 8}, d);
+  check_grid<IQ3S, false, true>({2048, 768, 8, 1}, d);
+  check_grid<IQ2, false, true>({70, 768, 28, 4}, d);
+  check_grid<IQ2, true, true>({142, 1280, 3, 1}, d);
+}
+
+// The split for few items serves where the items at the common split leave a block per SM short of
+// its teams (32 one-warp teams), and only for the types that have one.
+TEST(LanePairsGrid, FewItemsTakeTheirOwnSplit) {
+  const DeviceFacts d = h200();
+  using IQ3S = FormatTraits<QuantType::IQ3_S>;
+  using IQ1M = FormatTraits<QuantType::IQ1_M>;
+  static_assert(lane_pairs_has_few<IQ3S>() && !lane_pairs_has_few<IQ1M>());
+  constexpr LaneShape kCommon = lane_pairs_shape<IQ3S>(true, false), kFew = lane_pairs_shape<IQ3S>(true, false, true);
+  EXPECT_EQ(kCommon.rows, 4);
+  EXPECT_EQ(kFew.rows, 2);
+  EXPECT_TRUE(kFew.pairs);
+  // moe_proj (N = 768, four-row items 192 per pair): one token's 8 pairs are 1536 items, eight
+  // tokens' 64 pairs 12288, against 132 x 32 = 4224
+  EXPECT_TRUE((lane_pairs_few<IQ3S, false>(768, 8, d)));
+  EXPECT_TRUE((lane_pairs_few<IQ3S, false>(768, 21, d)));   // 4032 items
+  EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 22, d)));  // 4224
+  EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 64, d)));
+  // gated: an item is two outputs' gate and up rows, 384 per pair of 2 x 768 rows
+  EXPECT_TRUE((lane_pairs_few<IQ3S, true>(1536, 10, d)));
+  EXPECT_FALSE((lane_pairs_few<IQ3S, true>(1536, 11, d)));
+  EXPECT_FALSE((lane_pairs_few<IQ1M, false>(768, 1, d)));
+  // a device of fewer multiprocessors fills sooner
+  DeviceFacts small = d;
+  small.multiprocessors = 16;
+  EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 8, small)));
 }
 
 TEST(LanePairsGrid, DeclinesWhereNoRunFits) {

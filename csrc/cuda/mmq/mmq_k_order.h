@@ -31,6 +31,8 @@ inline constexpr bool kMmqNibblePairs = Traits::kType == QuantType::IQ4_NL || Tr
 // The pair table (nibble_pairs_bf16.cuh): 256 entries of two bf16 values (the low nibble's in the
 // low half).
 inline constexpr int kNibblePairTableBytes = 256 * 4;
+// Copies of the pair table where a block has the shared memory for one per lane (mmq_tiling.h).
+inline constexpr int kNibblePairCopies = 32;
 
 // The weight of its span that position j of the bf16 activations holds.
 template <bool kNibblePairs>

@@ -142,7 +142,12 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   }();
   uint8_t* const ring = smem + Tl::kCodebookBytes;
   const uint32_t* pair_table = nullptr;  // visible after the first unit's barrier, as the codebook
-  if constexpr (Tl::kNibblePairs) pair_table = build_nibble_pair_table(smem + codebook_bytes(Traits::kCodebook));
+  // one table: built here; a table per lane (32 stores per thread): after the first units' copies
+  // are issued, so that their loads run while it is built
+  auto build_pair_table = [&] {
+    pair_table = build_nibble_pair_table<Tl::kPairCopies>(smem + codebook_bytes(Traits::kCodebook));
+  };
+  if constexpr (Tl::kNibblePairs && Tl::kPairCopies == 1) build_pair_table();
   const uint32_t* grid_bf16 = nullptr;  // likewise
   if constexpr (Tl::kGridTables) grid_bf16 = build_grid_bf16<Traits>(smem);
 
@@ -261,8 +266,10 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
                            b_hi = block_ref(hi, hi_exists, row_hi, k0, s);
             if constexpr (Tl::kNibblePairs) {
               const int scale_index = Rows::kBlocksPerUnit == 1 ? s : 0;
-              decode_nibble_pairs(Traits::code_word(b_lo, group), Traits::scale_i8(b_lo, scale_index), pair_table, wlo);
-              decode_nibble_pairs(Traits::code_word(b_hi, group), Traits::scale_i8(b_hi, scale_index), pair_table, whi);
+              decode_nibble_pairs<Tl::kPairCopies>(Traits::code_word(b_lo, group), Traits::scale_i8(b_lo, scale_index),
+                                                   pair_table, lane, wlo);
+              decode_nibble_pairs<Tl::kPairCopies>(Traits::code_word(b_hi, group), Traits::scale_i8(b_hi, scale_index),
+                                                   pair_table, lane, whi);
             } else if constexpr (Tl::kGridTables) {
               decode_grid_bf16<Traits>(Traits::grid_codes(b_lo, group), grid_bf16, wlo);
               decode_grid_bf16<Traits>(Traits::grid_codes(b_hi, group), grid_bf16, whi);
@@ -311,6 +318,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
       else
         cp_async_commit();
     }
+    if constexpr (Tl::kNibblePairs && Tl::kPairCopies > 1) build_pair_table();
     for (int u = u_begin; u < u_end; ++u) {
       const int i = u - u_begin;
       cp_async_wait<kAhead - 1>();
@@ -332,6 +340,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     // drains of the grouped 64-token tile.
     static_assert(!kInt8, "the int8 path keeps units in flight");
     stage(u_begin, 0);
+    if constexpr (Tl::kNibblePairs && Tl::kPairCopies > 1) build_pair_table();
     for (int u = u_begin; u < u_end; ++u) {
       const int i = u - u_begin;
       if (u + 1 < u_end)

@@ -39,9 +39,11 @@ struct MmqTiling {
   static constexpr bool kNibblePairs = !kInt8 && kMmqNibblePairs<Traits>;
   static constexpr bool kGridTables = !kInt8 && kMmqGridTables<Traits>;
   // the format's grid (int8, or its bf16 copy), or the pair table, ahead of the ring
-  static constexpr int kCodebookBytes = ((kGridTables ? kGridBf16Bytes<Traits> : codebook_bytes(Traits::kCodebook)) +
-                                         (kNibblePairs ? kNibblePairTableBytes : 0) + 1023) /
-                                        1024 * 1024;
+  static constexpr int codebook_bytes_with(int pair_copies) {
+    return ((kGridTables ? kGridBf16Bytes<Traits> : codebook_bytes(Traits::kCodebook)) +
+            (kNibblePairs ? pair_copies * kNibblePairTableBytes : 0) + 1023) /
+           1024 * 1024;
+  }
   // Two blocks per multiprocessor (more warps to hide each one's decode -> wgmma chain) where the
   // ring fits half of shared memory: three stages for tiles of up to 32 tokens, two for the grouped
   // kernel's bf16 64-token tiles, whose grid has a block per 64 pairs of every expert to fill the
@@ -50,8 +52,13 @@ struct MmqTiling {
   static constexpr int kHalfBudget = 113 * 1024 - 1024;
   static constexpr int kTwoBlockStages = kTokens <= 32 ? 3 : 2;
   static constexpr bool kTwoBlocks = (kTokens <= 32 || (kGrouped && !kInt8 && kTokens <= 64)) &&
-                                     kCodebookBytes + kTwoBlockStages * kStageBytes <= kHalfBudget;
+                                     codebook_bytes_with(1) + kTwoBlockStages * kStageBytes <= kHalfBudget;
   static constexpr int kBlocksPerSm = kTwoBlocks ? 2 : 1;
+  // The pair table once per lane (kNibblePairCopies copies, entry e of lane l at word 32 e + l): a
+  // lookup is then one wavefront where one copy took 3.15 (random entries, 32 lanes; NOTES.md, the
+  // bound on the table's bank conflicts). 32 KB: only a block alone on its multiprocessor has them.
+  static constexpr int kPairCopies = kNibblePairs && !kTwoBlocks ? kNibblePairCopies : 1;
+  static constexpr int kCodebookBytes = codebook_bytes_with(kPairCopies);
   static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
   static constexpr int kStages = kFit > 4 ? 4 : kFit;

@@ -132,11 +132,12 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// The shape of the kernel below in a mode: the pairs modes' own, or the dense one of kTokens.
-template <class Traits, int kTokens, MmvqMode kMode>
+// The shape of the kernel below in a mode: the pairs modes' own (kFew: the split for few items),
+// or the dense one of kTokens.
+template <class Traits, int kTokens, MmvqMode kMode, bool kFew>
 constexpr LaneShape lane_kernel_shape(bool words) {
   return kMode == MmvqMode::kDense ? lane_shape<Traits>(kTokens, words)
-                                   : lane_pairs_shape<Traits>(words, kMode == MmvqMode::kGatedPairs);
+                                   : lane_pairs_shape<Traits>(words, kMode == MmvqMode::kGatedPairs, kFew);
 }
 
 // kTokens (1, 2, or 4 for M = 3, 4) >= M; the shape is lane_kernel_shape (the tuning tables,
@@ -144,15 +145,18 @@ constexpr LaneShape lane_kernel_shape(bool words) {
 // (HasLaneWords; the launch checks that the row's blocks pair into 4-byte-aligned spans): fewer
 // load instructions per block (benchmarks/NOTES.md, "blocks read as aligned words").
 // kMode: dense, or the pairs modes over routed one-token pairs (lane_pairs.cuh), whose items have
-// their own shape (lane_pairs_shape; gated: kRows / 2 outputs' gate rows, then their up rows).
-template <class Traits, class Act, int kTokens, bool kWords = false, MmvqMode kMode = MmvqMode::kDense>
+// their own shape (lane_pairs_shape; gated: kRows / 2 outputs' gate rows, then their up rows;
+// kFewPairs: the split for few items, lane_pairs_few).
+template <class Traits, class Act, int kTokens, bool kWords = false, MmvqMode kMode = MmvqMode::kDense,
+          bool kFewPairs = false>
 __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     mmvq_lane_kernel(std::conditional_t<kMode == MmvqMode::kDense, MmvqArgs, MmvqPairArgs> a) {
   using Tl = MmvqLaneTiling<Traits>;
   constexpr bool kPairs = kMode != MmvqMode::kDense, kGated = kMode == MmvqMode::kGatedPairs;
   static_assert(!kPairs || kTokens == 1, "a pair is one token");
-  constexpr LaneShape kShape = lane_kernel_shape<Traits, kTokens, kMode>(kWords);
-  constexpr LaneShape kWordsShape = lane_kernel_shape<Traits, kTokens, kMode>(true);
+  static_assert(kPairs || !kFewPairs, "the split for few items is the pairs modes'");
+  constexpr LaneShape kShape = lane_kernel_shape<Traits, kTokens, kMode, kFewPairs>(kWords);
+  constexpr LaneShape kWordsShape = lane_kernel_shape<Traits, kTokens, kMode, kFewPairs>(true);
   static_assert(kShape.rows == kWordsShape.rows && kShape.team_warps == kWordsShape.team_warps,
                 "the grid (lane_grid, lane_pairs_grid) is planned for either kernel");
   static_assert(!kGated || kShape.rows % 2 == 0, "gated items: gate rows, then as many up rows");

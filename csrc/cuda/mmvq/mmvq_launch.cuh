@@ -102,23 +102,31 @@ bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
     device.shared_per_block_optin = limits.shared_per_block_optin;
     device.shared_per_sm = limits.shared_per_sm;
     device.multiprocessors = limits.sms;
-    auto launch = [&](auto gated) {
-      constexpr bool kGated = decltype(gated)::value;
+    auto launch = [&](auto gated, auto few) {
+      constexpr bool kGated = decltype(gated)::value, kFew = decltype(few)::value;
       constexpr MmvqMode kMode = kGated ? MmvqMode::kGatedPairs : MmvqMode::kPairs;
-      const LanePairsGrid g = lane_pairs_grid<Traits, kGated>(a.n, a.k, a.pairs.count, a.pairs.x_pair_divisor, device);
+      const LanePairsGrid g =
+          lane_pairs_grid<Traits, kGated, kFew>(a.n, a.k, a.pairs.count, a.pairs.x_pair_divisor, device);
       if (!g.fits) return false;
       a.pairs.items_per_block = g.items_per_block;
       // aligned words where the shape asks for them and every expert's rows allow them
-      if constexpr (HasLaneWords<Traits>::value && lane_pairs_shape<Traits>(true, kGated).words) {
+      if constexpr (HasLaneWords<Traits>::value && lane_pairs_shape<Traits>(true, kGated, kFew).words) {
         if (blocks_pair_aligned<Traits>(a) && a.pairs.w_expert_stride % 4 == 0) {
-          launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, true, kMode>>(a, g, stream);
+          launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, true, kMode, kFew>>(a, g, stream);
           return true;
         }
       }
-      launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, false, kMode>>(a, g, stream);
+      launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, false, kMode, kFew>>(a, g, stream);
       return true;
     };
-    return a.pairs.gated ? launch(std::true_type{}) : launch(std::false_type{});
+    auto launch_gated = [&](auto gated) {
+      constexpr bool kGated = decltype(gated)::value;
+      if constexpr (lane_pairs_has_few<Traits>()) {
+        if (lane_pairs_few<Traits, kGated>(a.n, a.pairs.count, device)) return launch(gated, std::true_type{});
+      }
+      return launch(gated, std::false_type{});
+    };
+    return a.pairs.gated ? launch_gated(std::true_type{}) : launch_gated(std::false_type{});
   }
 }
 

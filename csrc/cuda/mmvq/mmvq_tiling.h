@@ -25,12 +25,12 @@ constexpr LaneShape lane_shape(int tokens, bool words = true) {
 // The lane kernel's shape in the pairs modes (one token per pair; mmvq/lane_pairs.cuh): the
 // format's one-token decode choices, items and teams from the pairs split (tuning/tuning.h); an
 // item of the gated mode is rows / 2 outputs' gate rows, then their up rows. rows == 0 where the
-// one-token lane kernel does not serve the type.
+// one-token lane kernel does not serve the type. few: the split for few items (lane_pairs_few).
 template <class Traits>
-constexpr LaneShape lane_pairs_shape(bool words, bool gated) {
+constexpr LaneShape lane_pairs_shape(bool words, bool gated, bool few = false) {
   LaneShape s = lane_shape<Traits>(1, words);
   if (s.rows == 0) return s;
-  const tuning::LanePairsRow split = tuning::lane_pairs_split(Traits::kType);
+  const tuning::LanePairsRow split = tuning::lane_pairs_split(Traits::kType, few);
   s.rows = split.rows;  // gated: even (the kernel asserts it), half gate rows, half up rows
   s.team_warps = split.team_warps;
   s.pairs = split.paired_rounds;
@@ -203,10 +203,10 @@ struct LanePairsGrid {
   int smem;
   int64_t items_per_block;
 };
-template <class Traits, bool kGated>
+template <class Traits, bool kGated, bool kFew = false>
 LanePairsGrid lane_pairs_grid(int64_t n, int64_t k, int64_t pairs, int64_t divisor, const DeviceFacts& device) {
   using Tl = MmvqLaneTiling<Traits>;
-  constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated);
+  constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated, kFew);
   constexpr int kMaxTeams = kLaneBlockWarps / kShape.team_warps;
   const int64_t per_pair = lane_items_per_pair(n, kGated, kShape.rows);
   const int64_t items = pairs * per_pair;
@@ -230,6 +230,30 @@ LanePairsGrid lane_pairs_grid(int64_t n, int64_t k, int64_t pairs, int64_t divis
   const bool fits = smem <= shared_per_block(device) && items < (int64_t{1} << 32) && grid <= (int64_t{1} << 31) - 1;
   return {fits, static_cast<unsigned>(fits ? grid : 0), static_cast<int>(32 * kShape.team_warps * teams),
           static_cast<int>(smem), run};
+}
+
+// Whether the type has a split of its own for few items (tuning::kLanePairsFewRows) that differs
+// from its common one: only then is a second kernel instantiated.
+template <class Traits>
+constexpr bool lane_pairs_has_few() {
+  const LaneShape common = lane_pairs_shape<Traits>(true, false), few = lane_pairs_shape<Traits>(true, false, true);
+  return common.rows > 0 && (common.rows != few.rows || common.team_warps != few.team_warps ||
+                             common.pairs != few.pairs || common.prefetch_ahead != few.prefetch_ahead);
+}
+
+// Whether `pairs` pairs over N rows (2n' gated) are few: their items at the common split leave the
+// one block per SM (lane_pairs_grid) short of the most teams it holds, so that the split for few
+// items puts more warps in flight. False where the type has no such split.
+template <class Traits, bool kGated>
+bool lane_pairs_few(int64_t n, int64_t pairs, const DeviceFacts& device) {
+  if constexpr (!lane_pairs_has_few<Traits>()) {
+    return false;
+  } else {
+    constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated);
+    constexpr int kMaxTeams = kLaneBlockWarps / kShape.team_warps;
+    const int64_t sms = device.multiprocessors > 0 ? device.multiprocessors : 1;
+    return pairs * lane_items_per_pair(n, kGated, kShape.rows) < sms * kMaxTeams;
+  }
 }
 
 }  // namespace lowbit::cuda_detail

@@ -72,6 +72,22 @@ inline constexpr LanePairsRow kLanePairsRows[] = {
     {kAnyType, 4, 1, 1, &kMoePairs20261201},
 };
 
+// The pairs modes with few items (a moe_proj of E = 128, N = 768 at one token: 8 pairs, 1536 items of
+// four rows, 12 teams per SM of the 32 a block holds): items of two rows with paired rounds put twice
+// the warps in flight, each with two rows' loads. The rest keep their common split at every count
+// (NOTES.md, "few items").
+inline constexpr Provenance kMoeFewPairs20261202{"H200", "03eba53", "2026-12-02"};  // two-row candidate against 03eba53
+inline constexpr LanePairsRow kLanePairsFewRows[] = {
+    {Q::IQ2_XS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
+    {Q::IQ2_S, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
+    {Q::IQ3_XXS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
+    {Q::IQ3_S, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
+    {Q::IQ1_S, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
+    {Q::IQ2_XXS, 2, 1, 2, nullptr, /*paired_rounds=*/true},
+    {Q::IQ4_NL, 2, 1, 2, nullptr, /*paired_rounds=*/true},
+    {Q::IQ4_XS, 2, 1, 1, nullptr},
+};
+
 // One group per thread where two groups of a block share nothing worth building once (or the
 // int8 form's stores fill whole sectors); two elsewhere (NOTES.md, "dequantize").
 inline constexpr DequantRow kDequantRows[] = {

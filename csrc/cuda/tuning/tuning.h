@@ -19,8 +19,12 @@ constexpr LaneShape lane_shape(QuantType t, int tokens, bool words = true) {
   return {0, 0, false};
 }
 
-// The lane MMVQ's pairs-mode split for type t.
-constexpr LanePairsRow lane_pairs_split(QuantType t) {
+// The lane MMVQ's pairs-mode split for type t: its common one, or (few) the one for few items where
+// the type has one.
+constexpr LanePairsRow lane_pairs_split(QuantType t, bool few = false) {
+  if (few)
+    for (const LanePairsRow& row : sm90::kLanePairsFewRows)
+      if (row.type == t || row.type == kAnyType) return row;
   for (const LanePairsRow& row : sm90::kLanePairsRows)
     if (row.type == t || row.type == kAnyType) return row;
   return {t, 2, 1, 1, nullptr};

@@ -42,7 +42,9 @@ struct LaneShape {
 // gate row and its up row) for teams of team_warps warps, the lines prefetch_ahead rounds on
 // started into L2, one sub-block per lane and round (select_prefetch off), or two sub-blocks per
 // step with their loads in flight together where paired_rounds is set (LaneShape's pairs).
-// The decode choices (whole_sub, split_signs, words) stay the type's one-token ones.
+// The decode choices (whole_sub, split_signs, words) stay the type's one-token ones. A type may have
+// a second split for few items (kLanePairsFewRows): where the items at its common split leave the
+// one block per SM short of its most teams, smaller items put more warps in flight.
 struct LanePairsRow {
   QuantType type;
   int rows;
