@@ -117,8 +117,8 @@ TEST(LanePairsGrid, RunsCoverTheItemsAndTheirRowsFit) {
   check_grid<IQ2, true, true>({142, 1280, 3, 1}, d);
 }
 
-// The split for few items serves where the items at the common split leave a block per SM short of
-// its teams (32 one-warp teams), and only for the types that have one.
+// The split for few items serves where its items fit one wave of teams (a block per SM, 32 one-warp
+// teams each), and only for the types that have one.
 TEST(LanePairsGrid, FewItemsTakeTheirOwnSplit) {
   const DeviceFacts d = h200();
   using IQ3S = FormatTraits<QuantType::IQ3_S>;
@@ -128,20 +128,24 @@ TEST(LanePairsGrid, FewItemsTakeTheirOwnSplit) {
   EXPECT_EQ(kCommon.rows, 4);
   EXPECT_EQ(kFew.rows, 2);
   EXPECT_TRUE(kFew.pairs);
-  // moe_proj (N = 768, four-row items 192 per pair): one token's 8 pairs are 1536 items, eight
-  // tokens' 64 pairs 12288, against 132 x 32 = 4224
+  // moe_proj (N = 768, two-row items 384 per pair): one token's 8 pairs are 3072 items, two
+  // tokens' 16 pairs 6144, against 132 x 32 = 4224 teams
   EXPECT_TRUE((lane_pairs_few<IQ3S, false>(768, 8, d)));
-  EXPECT_TRUE((lane_pairs_few<IQ3S, false>(768, 21, d)));   // 4032 items
-  EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 22, d)));  // 4224
-  EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 64, d)));
-  // gated: an item is two outputs' gate and up rows, 384 per pair of 2 x 768 rows
-  EXPECT_TRUE((lane_pairs_few<IQ3S, true>(1536, 10, d)));
-  EXPECT_FALSE((lane_pairs_few<IQ3S, true>(1536, 11, d)));
+  EXPECT_TRUE((lane_pairs_few<IQ3S, false>(768, 11, d)));   // 4224 items
+  EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 12, d)));  // 4608
+  EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 16, d)));
+  // gated: a two-row item is one output's gate and up rows, 768 per pair of 2 x 768 rows; a layer's
+  // one token (8 pairs) is not few, for gate/up nor for the down projection (N = 2048)
+  EXPECT_TRUE((lane_pairs_few<IQ3S, true>(1536, 5, d)));
+  EXPECT_FALSE((lane_pairs_few<IQ3S, true>(1536, 6, d)));
+  EXPECT_FALSE((lane_pairs_few<IQ3S, true>(1536, 8, d)));
+  EXPECT_FALSE((lane_pairs_few<IQ3S, false>(2048, 8, d)));
   EXPECT_FALSE((lane_pairs_few<IQ1M, false>(768, 1, d)));
   // a device of fewer multiprocessors fills sooner
   DeviceFacts small = d;
   small.multiprocessors = 16;
-  EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 8, small)));
+  EXPECT_TRUE((lane_pairs_few<IQ3S, false>(768, 1, small)));
+  EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 2, small)));
 }
 
 TEST(LanePairsGrid, DeclinesWhereNoRunFits) {

@@ -241,18 +241,21 @@ constexpr bool lane_pairs_has_few() {
                              common.pairs != few.pairs || common.prefetch_ahead != few.prefetch_ahead);
 }
 
-// Whether `pairs` pairs over N rows (2n' gated) are few: their items at the common split leave the
-// one block per SM (lane_pairs_grid) short of the most teams it holds, so that the split for few
-// items puts more warps in flight. False where the type has no such split.
+// Whether `pairs` pairs over N rows (2n' gated) are few: their items at the split for few items
+// still fit one wave of teams (one block per SM, lane_pairs_grid, each holding its most teams), so
+// that every item has a warp of its own from the start. Where they do not, the common split's larger
+// items were faster: at two tokens of moe_proj (16 pairs: 6144 two-row items against 4224 teams)
+// and at one token of a layer's gate/up and down projections (NOTES.md, "few items"). False where
+// the type has no such split.
 template <class Traits, bool kGated>
 bool lane_pairs_few(int64_t n, int64_t pairs, const DeviceFacts& device) {
   if constexpr (!lane_pairs_has_few<Traits>()) {
     return false;
   } else {
-    constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated);
-    constexpr int kMaxTeams = kLaneBlockWarps / kShape.team_warps;
+    constexpr LaneShape kFew = lane_pairs_shape<Traits>(true, kGated, true);
+    constexpr int kMaxTeams = kLaneBlockWarps / kFew.team_warps;
     const int64_t sms = device.multiprocessors > 0 ? device.multiprocessors : 1;
-    return pairs * lane_items_per_pair(n, kGated, kShape.rows) < sms * kMaxTeams;
+    return pairs * lane_items_per_pair(n, kGated, kFew.rows) <= sms * kMaxTeams;
   }
 }
 

@@ -61,7 +61,7 @@ inline constexpr LaneRow kLaneRows[] = {
 // about as much as the decode; four rows per item keep four loads in flight per lane. IQ1_M and
 // Q5_0 spilled at four rows: two, not measured (NOTES.md, "MoE vector items of four rows").
 // Paired rounds won for IQ4_NL and IQ2_XXS, lost for IQ4_XS; the other formats spilled with them at
-// four rows (NOTES.md, "whole MMQ units and paired rounds"; two rows wait in benchmarks/candidates).
+// four rows (NOTES.md, "whole MMQ units and paired rounds"; at two rows they serve few items, below).
 inline constexpr Provenance kMoePairs20261201{"H200", "d7cd5a6", "2026-12-01"};         // against cf7270e
 inline constexpr Provenance kMoePairedRounds20261202{"H200", "76bc916", "2026-12-02"};  // against 2759a48
 inline constexpr LanePairsRow kLanePairsRows[] = {
@@ -72,20 +72,21 @@ inline constexpr LanePairsRow kLanePairsRows[] = {
     {kAnyType, 4, 1, 1, &kMoePairs20261201},
 };
 
-// The pairs modes with few items (a moe_proj of E = 128, N = 768 at one token: 8 pairs, 1536 items of
-// four rows, 12 teams per SM of the 32 a block holds): items of two rows with paired rounds put twice
-// the warps in flight, each with two rows' loads. The rest keep their common split at every count
-// (NOTES.md, "few items").
-inline constexpr Provenance kMoeFewPairs20261202{"H200", "03eba53", "2026-12-02"};  // two-row candidate against 03eba53
+// The pairs modes with few items (lane_pairs_few: where the split's items fit one wave of teams, a
+// block of 32 per SM): a moe_proj of E = 128, N = 768 at one token is 8 pairs, 1536 four-row items,
+// 12 teams on each SM; items of two rows put twice the warps in flight, 15-27% faster for every
+// I-quant (NOTES.md, "few items"). IQ1_M and Q5_0 have two-row items anyway; IQ4_XS without paired
+// rounds, which lost at four rows.
+inline constexpr Provenance kMoeFewPairs20261202{"H200", "a19b56b", "2026-12-02"};  // against 79fc838
 inline constexpr LanePairsRow kLanePairsFewRows[] = {
+    {Q::IQ2_XXS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
     {Q::IQ2_XS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
     {Q::IQ2_S, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
     {Q::IQ3_XXS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
     {Q::IQ3_S, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
     {Q::IQ1_S, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
-    {Q::IQ2_XXS, 2, 1, 2, nullptr, /*paired_rounds=*/true},
-    {Q::IQ4_NL, 2, 1, 2, nullptr, /*paired_rounds=*/true},
-    {Q::IQ4_XS, 2, 1, 1, nullptr},
+    {Q::IQ4_NL, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
+    {Q::IQ4_XS, 2, 1, 1, &kMoeFewPairs20261202},
 };
 
 // One group per thread where two groups of a block share nothing worth building once (or the

@@ -43,8 +43,8 @@ struct LaneShape {
 // started into L2, one sub-block per lane and round (select_prefetch off), or two sub-blocks per
 // step with their loads in flight together where paired_rounds is set (LaneShape's pairs).
 // The decode choices (whole_sub, split_signs, words) stay the type's one-token ones. A type may have
-// a second split for few items (kLanePairsFewRows): where the items at its common split leave the
-// one block per SM short of its most teams, smaller items put more warps in flight.
+// a second split for few items (kLanePairsFewRows): smaller items, more warps in flight, where
+// they still fit one wave of teams (mmvq_tiling.h, lane_pairs_few).
 struct LanePairsRow {
   QuantType type;
   int rows;
