@@ -191,10 +191,12 @@ VEC_TYPES = [
     (QuantType.IQ2_XXS, 256 * 3, 70),  # three units, an N tail (70 = 4 tiles + 6)
     (QuantType.IQ2_XXS, 256 * 5, 12),  # paired rounds: an odd number of 256-blocks
     (QuantType.IQ4_NL, 32 * 80, 20),  # paired rounds over 32-blocks, a round short at the end
-    # items of two rows with paired rounds where the pairs are few: an odd number of blocks
-    (QuantType.IQ3_XXS, 256 * 5, 10),
-    (QuantType.IQ2_S, 256 * 3, 6),
-    (QuantType.IQ1_S, 256 * 5, 14),
+    # the split for few items (two-row items, paired rounds) at 1 and 7 tokens, the common one from
+    # 127 (on 132 SMs: 4 pairs per token, N / 2 items each, against 132 x 32 teams): odd block counts
+    (QuantType.IQ3_XXS, 256 * 5, 42),
+    (QuantType.IQ3_S, 256 * 5, 26),
+    (QuantType.IQ2_S, 256 * 3, 38),
+    (QuantType.IQ1_S, 256 * 5, 34),
     (QuantType.IQ2_XS, 512, 33),  # 16-weight scales
     (QuantType.IQ1_M, 256, 40),
     (QuantType.IQ3_S, 1280, 16),
