@@ -197,6 +197,12 @@ VEC_TYPES = [
     (QuantType.IQ3_S, 256 * 5, 26),
     (QuantType.IQ2_S, 256 * 3, 38),
     (QuantType.IQ1_S, 256 * 5, 34),
+    # the same with an even number of blocks, read as aligned words (as at K = 2048); 48 sub-blocks:
+    # lanes 0-15 take a paired step, the others one round
+    (QuantType.IQ2_XXS, 256 * 6, 30),
+    (QuantType.IQ2_S, 256 * 6, 22),
+    (QuantType.IQ3_S, 256 * 6, 34),
+    (QuantType.IQ1_S, 256 * 6, 26),
     (QuantType.IQ2_XS, 512, 33),  # 16-weight scales
     (QuantType.IQ1_M, 256, 40),
     (QuantType.IQ3_S, 1280, 16),

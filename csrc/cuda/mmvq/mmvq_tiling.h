@@ -116,10 +116,10 @@ struct MmvqLaneTiling {
     constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows * kTokens : 0;
     return kTableBytes + kTokens * k + k / 32 * kTokens * 4 + teams * kPartials * 4;
   }
-  // The pairs mode's (one token per pair): `rows` activation rows.
-  template <bool kGated>
+  // The pairs mode's (one token per pair; kFew: the split for few items): `rows` activation rows.
+  template <bool kGated, bool kFew = false>
   static constexpr int64_t pairs_smem_bytes(int64_t k, int64_t rows, int teams) {
-    constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated);
+    constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated, kFew);
     constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows : 0;
     return kTableBytes + rows * k + k / 32 * rows * 4 + teams * kPartials * 4;
   }
@@ -219,8 +219,8 @@ LanePairsGrid lane_pairs_grid(int64_t n, int64_t k, int64_t pairs, int64_t divis
   const int64_t blocks = wanted_blocks < sms ? wanted_blocks : sms;
   int64_t run = (items + blocks - 1) / blocks;
   auto smem_for = [&](int64_t r, int64_t t) {
-    return Tl::template pairs_smem_bytes<kGated>(k, lane_max_block_rows(r, per_pair, divisor, total_rows),
-                                                 static_cast<int>(t));
+    return Tl::template pairs_smem_bytes<kGated, kFew>(k, lane_max_block_rows(r, per_pair, divisor, total_rows),
+                                                       static_cast<int>(t));
   };
   while (run > 1 && smem_for(run, teams) > shared_per_block(device)) run = (run + 1) / 2;
   if (teams > run) teams = run;  // a short run leaves no work for more teams
