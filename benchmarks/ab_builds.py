@@ -6,8 +6,9 @@ build once per pass) so that clock and thermal drift fall on all of them alike, 
 reports the fastest pass. --op mmvq / mmq: dense MMVQ / MMQ of N x K, bench_dense's timing
 (CUDA-graph replays over weights rotating through >= 256 MB, fresh random bf16 activations, the
 output checked against float64). --op moe_vec / moe_batched: the vector / batched MoE projection
-of bench_moe (E = 128, top-8, N = 768, K = 2048, balanced random routing at the planner's routing
-block, graph replays over three weight copies, checked against float64); --m then counts tokens.
+of bench_moe (E = 128, top-8, N = 768 and K = 2048 unless --n / --k say otherwise, balanced random
+routing at the planner's routing block, graph replays over three weight copies, checked against
+float64); --m then counts tokens.
 --math sets mmq's and moe_batched's arithmetic (auto, bf16, int8).
 
     python benchmarks/ab_builds.py --build new=python --build base=ab-base/python \
@@ -63,11 +64,14 @@ def time_one_build(types: list[str], ms: list[int], n: int, k: int, op: str = "m
 
 
 # Types whose blocks start with their fp16 scale: bench_moe's random_experts makes valid experts of
-# these alone (--n and --k do not apply to moe_vec: its shape is bench_moe's projection).
+# these alone. The MoE ops' shape is bench_moe's projection (N = 768, K = 2048) unless --n / --k
+# are given (e.g. K = 1280: an odd number of 256-blocks, the byte-reading instances).
 MOE_VEC_TYPES = {"iq1_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq4_nl", "iq4_xs", "q5_0", "q8_0"}
 
 
-def time_moe(types: list[str], tokens: list[int], op: str = "moe_vec", math: str = "auto") -> None:
+def time_moe(
+    types: list[str], tokens: list[int], op: str = "moe_vec", math: str = "auto", n: int = 768, k: int = 2048
+) -> None:
     """Child process: the vector MoE projection (op moe_vec) or the batched one at the planner's
     routing block (op moe_batched), one JSON line per case as time_one_build."""
     import torch
@@ -78,7 +82,7 @@ def time_moe(types: list[str], tokens: list[int], op: str = "moe_vec", math: str
     from lowbit.moe import moe_align, moe_batched, moe_block_size, moe_vec
     from lowbit.testing import rel_err
 
-    experts, top_k, n, k = 128, 8, 768, 2048
+    experts, top_k = 128, 8
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)  # the same weights and routing in every build
     for name in types:
@@ -110,8 +114,8 @@ def main() -> int:
     ap.add_argument("--math", choices=("auto", "bf16", "int8"), default="auto", help="mmq / moe_batched arithmetic")
     ap.add_argument("--types", required=True, help="comma-separated weight types")
     ap.add_argument("--m", default="1,2", help="comma-separated token counts")
-    ap.add_argument("--n", type=int, default=4096)
-    ap.add_argument("--k", type=int, default=14336)
+    ap.add_argument("--n", type=int, default=None, help="default 4096 (mmvq, mmq) or 768 (MoE ops)")
+    ap.add_argument("--k", type=int, default=None, help="default 14336 (mmvq, mmq) or 2048 (MoE ops)")
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument(
         "--unchecked",
@@ -128,9 +132,13 @@ def main() -> int:
             f"got {args.types!r}"
         )
     ms = [int(v) for v in args.m.split(",") if v]
+    if args.n is None:
+        args.n = 768 if moe else 4096
+    if args.k is None:
+        args.k = 2048 if moe else 14336
     if args.child:
         if moe:
-            time_moe(types, ms, args.op, args.math)
+            time_moe(types, ms, args.op, args.math, args.n, args.k)
         else:
             time_one_build(types, ms, args.n, args.k, args.op, args.math)
         return 0
@@ -172,7 +180,7 @@ def main() -> int:
                 key = (name, r["type"], r["m"])
                 best[key] = min(best.get(key, math.inf), r["us"])
 
-    shape = "E=128 top-8 N=768 K=2048, M = tokens" if moe else f"N={args.n} K={args.k}"
+    shape = f"E=128 top-8 N={args.n} K={args.k}, M = tokens" if moe else f"N={args.n} K={args.k}"
     math_note = f", math={args.math}" if args.op in ("mmq", "moe_batched") else ""
     unchecked = ", results unchecked" if args.unchecked else ""
     print(f"{args.op} us, {shape}{math_note}, fastest of {args.passes} alternating passes{unchecked}")
