@@ -55,8 +55,8 @@ struct MmqTiling {
                                      codebook_bytes_with(1) + kTwoBlockStages * kStageBytes <= kHalfBudget;
   static constexpr int kBlocksPerSm = kTwoBlocks ? 2 : 1;
   // The pair table once per lane (kNibblePairCopies copies, entry e of lane l at word 32 e + l): a
-  // lookup is then one wavefront where one copy took 3.15 (random entries, 32 lanes; NOTES.md, the
-  // bound on the table's bank conflicts). 32 KB: only a block alone on its multiprocessor has them.
+  // warp's 32 random lookups then meet no bank conflict (NOTES.md, the bound on the table's bank
+  // conflicts). 32 KB: only a block alone on its multiprocessor has them.
   static constexpr int kPairCopies = kNibblePairs && !kTwoBlocks ? kNibblePairCopies : 1;
   static constexpr int kCodebookBytes = codebook_bytes_with(kPairCopies);
   static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack

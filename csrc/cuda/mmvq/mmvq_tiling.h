@@ -243,10 +243,9 @@ constexpr bool lane_pairs_has_few() {
 
 // Whether `pairs` pairs over N rows (2n' gated) are few: their items at the split for few items
 // still fit one wave of teams (one block per SM, lane_pairs_grid, each holding its most teams), so
-// that every item has a warp of its own from the start. Where they do not, the common split's larger
-// items were faster: at two tokens of moe_proj (16 pairs: 6144 two-row items against 4224 teams)
-// and at one token of a layer's gate/up and down projections (NOTES.md, "few items"). False where
-// the type has no such split.
+// that every item has a warp of its own from the start; past one wave the common split's larger
+// items keep more loads in flight per warp (NOTES.md, "few items"). False where the type has no
+// such split.
 template <class Traits, bool kGated>
 bool lane_pairs_few(int64_t n, int64_t pairs, const DeviceFacts& device) {
   if constexpr (!lane_pairs_has_few<Traits>()) {

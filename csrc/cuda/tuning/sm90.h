@@ -74,9 +74,8 @@ inline constexpr LanePairsRow kLanePairsRows[] = {
 
 // The pairs modes with few items (lane_pairs_few: where the split's items fit one wave of teams, a
 // block of 32 per SM): a moe_proj of E = 128, N = 768 at one token is 8 pairs, 1536 four-row items,
-// 12 teams on each SM; items of two rows put twice the warps in flight, 15-27% faster for each
-// type below (NOTES.md, "few items"). IQ1_M and Q5_0 have two-row items anyway; IQ4_XS without paired
-// rounds, which lost at four rows.
+// 12 teams on each SM; items of two rows put twice the warps in flight (NOTES.md, "few items").
+// IQ1_M and Q5_0 have two-row items anyway; IQ4_XS without paired rounds, which lost at four rows.
 inline constexpr Provenance kMoeFewPairs20261202{"H200", "a19b56b", "2026-12-02"};  // against 79fc838
 inline constexpr LanePairsRow kLanePairsFewRows[] = {
     {Q::IQ2_XXS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
