@@ -33,7 +33,8 @@ constexpr LaneShape lane_pairs_shape(bool words, bool gated, bool few = false) {
   const tuning::LanePairsRow split = tuning::lane_pairs_split(Traits::kType, few);
   s.rows = split.rows;  // gated: even (the kernel asserts it), half gate rows, half up rows
   s.team_warps = split.team_warps;
-  s.pairs = split.paired_rounds;
+  s.pairs = split.paired_rounds && (split.paired_in == tuning::WordsKernel::kBoth ||
+                                    (split.paired_in == tuning::WordsKernel::kWordsOnly) == words);
   s.select_prefetch = false;
   s.prefetch_ahead = split.prefetch_ahead;
   return s;

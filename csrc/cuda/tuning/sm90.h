@@ -75,15 +75,19 @@ inline constexpr LanePairsRow kLanePairsRows[] = {
 // The pairs modes with few items (lane_pairs_few: where the split's items fit one wave of teams, a
 // block of 32 per SM): a moe_proj of E = 128, N = 768 at one token is 8 pairs, 1536 four-row items,
 // 12 teams on each SM; items of two rows put twice the warps in flight (NOTES.md, "few items").
-// IQ1_M and Q5_0 have two-row items anyway; IQ4_XS without paired rounds, which lost at four rows.
+// IQ1_M and Q5_0 have two-row items anyway; IQ4_XS without paired rounds, which lost at four rows;
+// IQ2_S, IQ3_XXS, IQ3_S and IQ1_S with them in the aligned-words instance only (the byte-reading
+// one, for rows of an odd number of blocks, spilled 4-108 bytes).
 inline constexpr Provenance kMoeFewPairs20261202{"H200", "a19b56b", "2026-12-02"};  // against 79fc838
+// (the words-only rows: fd96ac3 with them, against fd96ac3)
+inline constexpr Provenance kMoeFewWords20261202{"H200", "fd96ac3", "2026-12-02"};
 inline constexpr LanePairsRow kLanePairsFewRows[] = {
     {Q::IQ2_XXS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
     {Q::IQ2_XS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
-    {Q::IQ2_S, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
-    {Q::IQ3_XXS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
-    {Q::IQ3_S, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
-    {Q::IQ1_S, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
+    {Q::IQ2_S, 2, 1, 2, &kMoeFewWords20261202, /*paired_rounds=*/true, W::kWordsOnly},
+    {Q::IQ3_XXS, 2, 1, 2, &kMoeFewWords20261202, /*paired_rounds=*/true, W::kWordsOnly},
+    {Q::IQ3_S, 2, 1, 2, &kMoeFewWords20261202, /*paired_rounds=*/true, W::kWordsOnly},
+    {Q::IQ1_S, 2, 1, 2, &kMoeFewWords20261202, /*paired_rounds=*/true, W::kWordsOnly},
     {Q::IQ4_NL, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
     {Q::IQ4_XS, 2, 1, 1, &kMoeFewPairs20261202},
 };

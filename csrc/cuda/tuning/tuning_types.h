@@ -45,6 +45,13 @@ struct LaneShape {
 // The decode choices (whole_sub, split_signs, words) stay the type's one-token ones. A type may have
 // a second split for few items (kLanePairsFewRows): smaller items, more warps in flight, where
 // they still fit one wave of teams (mmvq_tiling.h, lane_pairs_few).
+
+// Which of the lane kernel's two instantiations a row applies to: the one reading aligned words
+// (kWords true), the one reading bytes, or both.
+enum class WordsKernel : int { kBoth, kWordsOnly, kBytesOnly };
+
+// paired_in: the instances that take paired rounds (the bytes instance may spill with them while
+// the words instance does not; only rows and teams must agree between the two).
 struct LanePairsRow {
   QuantType type;
   int rows;
@@ -52,11 +59,8 @@ struct LanePairsRow {
   int prefetch_ahead;
   const Provenance* measured;
   bool paired_rounds = false;
+  WordsKernel paired_in = WordsKernel::kBoth;
 };
-
-// Which of the lane kernel's two instantiations a row applies to: the one reading aligned words
-// (kWords true), the one reading bytes, or both.
-enum class WordsKernel : int { kBoth, kWordsOnly, kBytesOnly };
 
 struct LaneRow {
   QuantType type;
