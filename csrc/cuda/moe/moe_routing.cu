@@ -101,10 +101,23 @@ __device__ int32_t block_inclusive_sum(int32_t value, int32_t* warp_totals, int3
   return value + (warp > 0 ? warp_totals[warp - 1] : 0);
 }
 
+// The slots no pair will take, written before the experts are laid out (the one-block routing,
+// whose capacity is small): every sorted row the pairs' sentinel (`pairs`) and every block -1, in
+// coalesced stores by the whole block; the pairs and each expert's blocks overwrite theirs after a
+// block barrier. Written per expert instead (lay_out_experts), the padding rows are up to
+// block_size - 1 scattered stores per expert thread.
+__device__ void fill_routing_sentinels(int32_t pairs, int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts,
+                                       int64_t blocks) {
+  for (int64_t r = threadIdx.x; r < capacity; r += blockDim.x) sorted_pairs[r] = pairs;
+  for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x) block_experts[b] = -1;
+}
+
 // Thread e < experts holds expert e's pair count `total`: lays the experts' padded runs out
-// (sorted_pairs' padding sentinels, block_experts, num_padded, the unused tail) and returns the
-// expert's first slot. Called by all kScanThreads threads of the block (`scan`: kScanWarps ints
-// of shared scratch).
+// (block_experts of its blocks, num_padded and, unless kSentinelsFilled (fill_routing_sentinels
+// ran before), sorted_pairs' padding sentinels, the unused tail and the blocks past it) and
+// returns the expert's first slot. Called by all kScanThreads threads of the block (`scan`:
+// kScanWarps ints of shared scratch); its first barrier orders the sentinels before the blocks.
+template <bool kSentinelsFilled>
 __device__ int32_t lay_out_experts(int32_t total, int32_t experts, int32_t block_size, int32_t pairs,
                                    int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts, int64_t blocks,
                                    int32_t* num_padded, int32_t* scan) {
@@ -113,12 +126,15 @@ __device__ int32_t lay_out_experts(int32_t total, int32_t experts, int32_t block
   int32_t used;
   const int32_t offset = block_inclusive_sum(padded, scan, used) - padded;
   if (e < experts) {
-    for (int32_t r = offset + total; r < offset + padded; ++r) sorted_pairs[r] = pairs;
+    if constexpr (!kSentinelsFilled)
+      for (int32_t r = offset + total; r < offset + padded; ++r) sorted_pairs[r] = pairs;
     for (int32_t b = offset / block_size; b < (offset + padded) / block_size; ++b) block_experts[b] = e;
   }
   if (e == 0) *num_padded = used;
-  for (int64_t r = used + threadIdx.x; r < capacity; r += kScanThreads) sorted_pairs[r] = pairs;
-  for (int64_t b = used / block_size + threadIdx.x; b < blocks; b += kScanThreads) block_experts[b] = -1;
+  if constexpr (!kSentinelsFilled) {
+    for (int64_t r = used + threadIdx.x; r < capacity; r += kScanThreads) sorted_pairs[r] = pairs;
+    for (int64_t b = used / block_size + threadIdx.x; b < blocks; b += kScanThreads) block_experts[b] = -1;
+  }
   return offset;
 }
 
@@ -131,8 +147,8 @@ __global__ void __launch_bounds__(kScanThreads)
   int32_t total = 0;
   if (e < experts)
     for (int64_t s = 0; s < segments; ++s) total += counts[s * experts + e];
-  const int32_t offset = lay_out_experts(total, experts, block_size, pairs, sorted_pairs, capacity, block_experts,
-                                         blocks, num_padded, scan);
+  const int32_t offset = lay_out_experts<false>(total, experts, block_size, pairs, sorted_pairs, capacity,
+                                                block_experts, blocks, num_padded, scan);
   if (e < experts) {
     int32_t slot = offset;
     for (int64_t s = 0; s < segments; ++s) {  // each segment's first slot for this expert
@@ -148,8 +164,10 @@ __global__ void __launch_bounds__(kScanThreads)
 // reads the experts of pairs t, t + kScanThreads, ... once, every load issued before any is used,
 // and keeps them in registers for both passes. Pass 1 counts each expert's pairs in shared memory;
 // lay_out_experts gives their first slots; pass 2 takes the pairs a chunk of kScanThreads at a
-// time, in pair order, and ranks each within its expert by the chunk's earlier warps (per-warp
-// histograms) and its warp's earlier lanes (lanes_with_expert), from the expert's running next slot.
+// time, in pair order: each warp's leader of an expert (lanes_with_expert) writes how many of the
+// warp's lanes have it, thread e turns expert e's column of these counts into each warp's first
+// slot (from the expert's running next slot), and each pair's slot is its warp's first slot plus
+// its rank among its warp's lanes: two block barriers per chunk and one shared read per pair.
 __global__ void __launch_bounds__(kScanThreads)
     routing_one_block_kernel(PairExperts experts, int32_t pairs, int32_t block_size, int32_t* sorted_pairs,
                              int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded,
@@ -158,6 +176,8 @@ __global__ void __launch_bounds__(kScanThreads)
   static_assert(kMoeOneBlockPairs % kScanThreads == 0, "whole chunks");
   __shared__ int32_t next_slot[kMoeMaxExperts];  // pass 1: counts; pass 2: each expert's next slot
   __shared__ int32_t scan[kScanWarps];
+  // pass 2, per chunk: the count of each warp's lanes with each expert, then (where not 0) the
+  // warp's first slot for it; entries return to 0 once the warp's pairs have read them
   __shared__ int32_t warp_hist[kScanWarps][kMoeMaxExperts];
   const auto E = static_cast<int32_t>(experts.experts);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -167,6 +187,7 @@ __global__ void __launch_bounds__(kScanThreads)
     const int32_t p = c * kScanThreads + static_cast<int32_t>(threadIdx.x);
     pair_expert[c] = p < pairs ? experts.of(p) : -1;
   }
+  fill_routing_sentinels(pairs, sorted_pairs, capacity, block_experts, blocks);
   for (int e = threadIdx.x; e < E; e += kScanThreads) next_slot[e] = 0;
   for (int i = threadIdx.x; i < kScanWarps * E; i += kScanThreads) warp_hist[i / E][i % E] = 0;
   __syncthreads();
@@ -175,10 +196,10 @@ __global__ void __launch_bounds__(kScanThreads)
     if (pair_expert[c] >= 0) atomicAdd(&next_slot[pair_expert[c]], 1);  // integer counts: any order
   __syncthreads();
   const int32_t total = threadIdx.x < E ? next_slot[threadIdx.x] : 0;
-  const int32_t offset =
-      lay_out_experts(total, E, block_size, pairs, sorted_pairs, capacity, block_experts, blocks, num_padded, scan);
+  const int32_t offset = lay_out_experts<true>(total, E, block_size, pairs, sorted_pairs, capacity, block_experts,
+                                               blocks, num_padded, scan);
   if (threadIdx.x < E) next_slot[threadIdx.x] = offset;
-  __syncthreads();
+  // (the next barrier, the first of the chunk loop's, orders next_slot before its reads)
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     if (c * kScanThreads >= pairs) break;  // the same for the whole block
@@ -189,20 +210,31 @@ __global__ void __launch_bounds__(kScanThreads)
     const bool leader = e >= 0 && rank_in_warp == 0;
     if (leader) warp_hist[warp][e] = __popc(peers);
     __syncthreads();
+    if (threadIdx.x < E) {
+      // expert threadIdx.x's column: each warp's count -> its first slot, in warp order
+      int32_t counts[kScanWarps];
+#pragma unroll
+      for (int w = 0; w < kScanWarps; ++w) counts[w] = warp_hist[w][threadIdx.x];
+      int32_t slot = next_slot[threadIdx.x];
+#pragma unroll
+      for (int w = 0; w < kScanWarps; ++w) {
+        if (counts[w] != 0) warp_hist[w][threadIdx.x] = slot;
+        slot += counts[w];
+      }
+      next_slot[threadIdx.x] = slot;
+    }
+    __syncthreads();
     if (e >= 0) {
-      int32_t slot = next_slot[e] + rank_in_warp;
-      for (int w = 0; w < warp; ++w) slot += warp_hist[w][e];
+      const int32_t slot = warp_hist[warp][e] + rank_in_warp;
       sorted_pairs[slot] = p;
       pair_slots[p] = slot;
     } else if (p < pairs) {
       pair_slots[p] = -1;
     }
-    __syncthreads();  // every slot of this chunk read next_slot and warp_hist before they move on
-    if (leader) {
-      atomicAdd(&next_slot[e], __popc(peers));  // integer sums: the same whatever the order
-      warp_hist[warp][e] = 0;
-    }
-    __syncthreads();
+    __syncwarp();  // the warp's lanes have read their expert's entry before its leader clears it
+    if (leader) warp_hist[warp][e] = 0;
+    __syncwarp();  // and clears it before the next chunk's leader (maybe another lane) writes it
+    // (the next chunk's first barrier orders the clears before its column pass)
   }
 }
 
