@@ -37,14 +37,16 @@ at::Tensor ggml_moe_a8(const at::Tensor& X, const at::Tensor& W, const at::Tenso
                        const at::Tensor& expert_ids, const at::Tensor& num_tokens_post_padded, int64_t type,
                        c10::SymInt row, c10::SymInt top_k, c10::SymInt tokens) {
   check_compat(W, row, type);
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("lowbit::moe_batched", "")
-                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, const at::Tensor&,
-                                               const at::Tensor&, const at::Tensor&, int64_t, c10::SymInt,
-                                               const std::optional<at::Tensor>&, int64_t, c10::string_view)>();
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("lowbit::moe_batched", "")
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, const at::Tensor&, const at::Tensor&,
+                            const at::Tensor&, int64_t, c10::SymInt, const std::optional<at::Tensor>&, int64_t,
+                            c10::string_view, const std::optional<at::Tensor>&)>();
   const int64_t k = top_k.guard_int(__FILE__, __LINE__);
+  // (the callers' routing has no pair slots: the output is zeroed first)
   return op.call(X, W, type, sorted_token_ids, expert_ids, num_tokens_post_padded, k, tokens * top_k, std::nullopt,
-                 int64_t{kMoeBlockSize}, "auto");
+                 int64_t{kMoeBlockSize}, "auto", std::nullopt);
 }
 
 at::Tensor ggml_moe_a8_vec(const at::Tensor& X, const at::Tensor& W, const at::Tensor& topk_ids, int64_t top_k,

@@ -82,7 +82,7 @@ MoeProjPlan plan_moe_vec(const at::Tensor& x, const at::Tensor& w, int64_t qtype
 MoeProjPlan plan_moe_batched(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
                              const at::Tensor& block_experts, const at::Tensor& num_padded, int64_t top_k,
                              int64_t pairs, const std::optional<at::Tensor>& scales, int64_t block_size,
-                             c10::string_view math) {
+                             c10::string_view math, const std::optional<at::Tensor>& pair_slots) {
   MoeProjPlan p{expert_weight(w, qtype, scales)};
   p.math = translate_errors([&] { return parse_mmvq_math(std::string(math), "math"); });
   translate_errors([&] { check_mmq_math(p.w.type, p.math, "moe_batched"); });
@@ -103,6 +103,11 @@ MoeProjPlan plan_moe_batched(const at::Tensor& x, const at::Tensor& w, int64_t q
   TORCH_CHECK_VALUE(block_experts.numel() * block_size >= sorted_pair_ids.numel(), "block_experts has ",
                     block_experts.numel(), " blocks, too few for ", sorted_pair_ids.numel(),
                     " sorted rows in blocks of ", bs);
+  if (pair_slots.has_value()) {
+    check_int32_vector(*pair_slots, "pair_slots", w);
+    TORCH_CHECK_VALUE(pair_slots->numel() == pairs, "pair_slots has ", pair_slots->numel(),
+                      " elements; it must hold one slot per pair (", pairs, "), as moe_align returns it");
+  }
   p.block_size = block_size;
   return p;
 }

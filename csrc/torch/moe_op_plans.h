@@ -31,7 +31,7 @@ MoeProjPlan plan_moe_vec(const at::Tensor& x, const at::Tensor& w, int64_t qtype
 MoeProjPlan plan_moe_batched(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
                              const at::Tensor& block_experts, const at::Tensor& num_padded, int64_t top_k,
                              int64_t pairs, const std::optional<at::Tensor>& scales, int64_t block_size,
-                             c10::string_view math);
+                             c10::string_view math, const std::optional<at::Tensor>& pair_slots);
 
 // moe_layer's kernel argument: nullopt for "auto".
 std::optional<MoeKernel> parse_moe_layer_kernel(c10::string_view kernel);

@@ -19,10 +19,13 @@ TORCH_LIBRARY_FRAGMENT(lowbit, m) {
   m.def(
       "moe_vec(Tensor x, Tensor w, int qtype, Tensor topk_ids, int top_k, *, Tensor? scales=None, "
       "int[]? expert_range=None) -> Tensor");
-  // The same over moe_align's routing made with `block_size`: rows of dropped pairs are zero.
+  // The same over moe_align's routing made with `block_size`: rows of dropped pairs are zero
+  // (written where they are dropped when moe_align's pair_slots come along, else by zeroing the
+  // whole output first).
   m.def(
       "moe_batched(Tensor x, Tensor w, int qtype, Tensor sorted_pair_ids, Tensor block_experts, Tensor num_padded, "
-      "int top_k, SymInt pairs, *, Tensor? scales=None, int block_size=64, str math=\"auto\") -> Tensor");
+      "int top_k, SymInt pairs, *, Tensor? scales=None, int block_size=64, str math=\"auto\", "
+      "Tensor? pair_slots=None) -> Tensor");
   // The routing block size moe_batched runs fastest with for `pairs` pairs over E experts on
   // `device` (lowbit::moe_block_size: the grouped MMQ's token tile on Hopper, else 64).
   m.def("moe_block_size(int pairs, int experts, Device device) -> int",
@@ -124,10 +127,12 @@ at::Tensor moe_vec_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, 
 
 at::Tensor moe_batched_cpu(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
                            const at::Tensor& block_experts, const at::Tensor& num_padded, int64_t top_k, int64_t pairs,
-                           const std::optional<at::Tensor>& scales, int64_t block_size, c10::string_view math) {
-  // the CPU computes the exact reference whatever arithmetic `math` names for CUDA
-  const MoeProjPlan p =
-      plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales, block_size, math);
+                           const std::optional<at::Tensor>& scales, int64_t block_size, c10::string_view math,
+                           const std::optional<at::Tensor>& pair_slots) {
+  // the CPU computes the exact reference whatever arithmetic `math` names for CUDA (and zeros
+  // every row first, so the pair slots are checked, not needed)
+  const MoeProjPlan p = plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales,
+                                         block_size, math, pair_slots);
   const at::Tensor sorted = sorted_pair_ids.contiguous(), blocks = block_experts.contiguous();
   const int64_t capacity = sorted.numel();
   const int64_t used = std::min<int64_t>(std::max<int64_t>(num_padded[0].item<int32_t>(), 0), capacity);

@@ -83,12 +83,26 @@ def _moe_batched_fake(
     scales: torch.Tensor | None = None,
     block_size: int = MOE_BLOCK_SIZE,
     math: str = "auto",
+    pair_slots: torch.Tensor | None = None,
 ) -> torch.Tensor:
     _check_math(math, qtype, "moe_batched")
     _same_device(
-        w=w, x=x, sorted_pair_ids=sorted_pair_ids, block_experts=block_experts, num_padded=num_padded, scales=scales
+        w=w,
+        x=x,
+        sorted_pair_ids=sorted_pair_ids,
+        block_experts=block_experts,
+        num_padded=num_padded,
+        scales=scales,
+        pair_slots=pair_slots,
     )
-    for name, t in (("sorted_pair_ids", sorted_pair_ids), ("block_experts", block_experts), ("num_padded", num_padded)):
+    vectors = [("sorted_pair_ids", sorted_pair_ids), ("block_experts", block_experts), ("num_padded", num_padded)]
+    if pair_slots is not None:
+        vectors.append(("pair_slots", pair_slots))
+        torch._check(
+            pair_slots.shape[0] == pairs,
+            lambda: f"pair_slots has {pair_slots.shape[0]} elements; it must hold one slot per pair ({pairs})",
+        )
+    for name, t in vectors:
         if t.dtype != torch.int32 or t.dim() != 1:
             raise ValueError(f"{name} must be a 1-D int32 tensor")
     _check_x(x, w, qtype, pairs, top_k)

@@ -132,6 +132,7 @@ def moe_batched(
         scales=scales,
         block_size=int(routing.block_size),
         math=math,
+        pair_slots=routing.pair_slots,
     )
 
 

@@ -118,6 +118,9 @@ def test_moe_vec_and_batched_match_reference(device, qtype, k, n, rng: np.random
         assert rel_err(vec, ref) < BOUND[device]
     for block in (64, 16, 128, 5):  # the batched kernel takes the block size the routing was made with
         routing = moe_align(ids, experts, block, expert_range=(begin, begin + experts))
+        # the output's memory held NaNs just before (the caching allocator hands the freed block back):
+        # with the routing's pair slots the dropped rows are written as zeros, not found so
+        torch.full((tokens * top_k, n), float("nan"), device=device, dtype=x.dtype)
         batched = moe_batched(x, w, qtype, routing, top_k, tokens * top_k, scales=s)
         # the grouped MMQ's int8 path (where measured faster) has the int8 MMVQ's bound
         int8 = device == "cuda" and moe_batched_int8(qtype, block, device)
@@ -125,6 +128,20 @@ def test_moe_vec_and_batched_match_reference(device, qtype, k, n, rng: np.random
         dropped = (routing.pair_slots < 0).cpu()
         assert bool(dropped.any()), "the routing should drop some pairs"
         assert torch.equal(batched.cpu()[dropped], torch.zeros_like(batched.cpu()[dropped]))
+        # without the slots (the GGUF-compatible callers' routing) the op zeroes the whole output first
+        plain = torch.ops.lowbit.moe_batched(
+            x,
+            w,
+            int(qtype),
+            routing.sorted_pair_ids,
+            routing.block_experts,
+            routing.num_padded,
+            top_k,
+            tokens * top_k,
+            scales=s,
+            block_size=block,
+        )
+        assert torch.equal(plain, batched), f"block {block}"
     assert torch.equal(vec.cpu()[dropped], torch.zeros_like(vec.cpu()[dropped]))
 
 
@@ -242,6 +259,10 @@ def test_errors_name_the_argument(device, rng: np.random.Generator) -> None:
     routing = moe_align(ids, 3)
     with pytest.raises(ValueError, match="sorted_pair_ids must be a 1-D int32"):
         moe_batched(x, w, q, routing._replace(sorted_pair_ids=routing.sorted_pair_ids.long()), 2, 8)
+    with pytest.raises(ValueError, match="pair_slots must be a 1-D int32"):
+        moe_batched(x, w, q, routing._replace(pair_slots=routing.pair_slots.long()), 2, 8)
+    with pytest.raises(ValueError, match="pair_slots has 7 elements; it must hold one slot per pair"):
+        moe_batched(x, w, q, routing._replace(pair_slots=routing.pair_slots[:7]), 2, 8)
     with pytest.raises(ValueError, match="row"):
         ggml_moe_a8_vec(x, w, ids, 2, int(q), 65, 4)
     with pytest.raises(ValueError, match="tokens"):
@@ -259,6 +280,7 @@ def test_opcheck_moe_ops(device, rng: np.random.Generator) -> None:
     r = moe_align(ids, 3)
     args = (x, w, int(q), r.sorted_pair_ids, r.block_experts, r.num_padded, 2, 10)
     torch.library.opcheck(torch.ops.lowbit.moe_batched.default, args)
+    torch.library.opcheck(torch.ops.lowbit.moe_batched.default, args, {"pair_slots": r.pair_slots})
     r16 = moe_align(ids, 3, 16)
     args16 = (x, w, int(q), r16.sorted_pair_ids, r16.block_experts, r16.num_padded, 2, 10)
     torch.library.opcheck(torch.ops.lowbit.moe_batched.default, args16, {"block_size": 16})

@@ -132,6 +132,13 @@ void launch_moe_grouped_mmq(const MoeProjArgs& a, uint8_t* workspace, cudaStream
   prologue.m = (a.pairs + a.x_pair_divisor - 1) / a.x_pair_divisor;
   prologue.k = a.k;
   prologue.workspace = workspace;
+  prologue.zero_slots = a.zero_slots;  // the dropped pairs' zeros (moe_batched with pair slots)
+  prologue.zero_pairs = a.pairs;
+  prologue.zero_divisor = a.x_pair_divisor;
+  prologue.y = a.out;
+  prologue.y_type = a.gated ? FloatType::BF16 : a.out_type;
+  prologue.y_row_stride = a.out_row_stride;
+  prologue.n = a.n;
   bool launched = false;
   if (a.batched_int8) {
     launched = visit_int8_token_tile<Traits>(a.block_size, [&](auto tile) {

@@ -29,6 +29,7 @@
 #include <type_traits>
 
 #include "cuda/common/device_codebooks.cuh"
+#include "cuda/common/dropped_rows.cuh"
 #include "cuda/common/int8_activations.cuh"
 #include "cuda/common/launch.h"
 #include "cuda/common/ptx.cuh"
@@ -45,6 +46,15 @@
 
 namespace lowbit::cuda_detail {
 
+// The grouped MoE prologue's zeros (MmqArgs::zero_slots): thread t of the `threads` on activation
+// row r writes them in its columns of the row's dropped pairs. There they cost no launch of their
+// own (a memset of the whole output was 1.3 us of moe_proj at 128 tokens: benchmarks/NOTES.md).
+__device__ __forceinline__ void zero_row_pairs(const MmqArgs& a, int64_t r, int64_t t, int64_t threads) {
+  const int64_t first = r * a.zero_divisor;
+  const int64_t last = first + a.zero_divisor < a.zero_pairs ? first + a.zero_divisor : a.zero_pairs;
+  zero_dropped_rows(a.zero_slots, first, last, a.y, a.y_type, a.y_row_stride, a.n, t, threads);
+}
+
 // xp[r, j] = bf16(x[r, span(j) * 32 + mmq_span_source<kNibblePairs>(j mod 32)]), zero past K; one
 // thread per output pair (neighbours in x, or 16 apart in the nibble formats' pair order).
 template <class Act, bool kNibblePairs>
@@ -56,6 +66,7 @@ __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_
   if (i >= a.m * pairs_per_row) return;
   const int64_t r = i / pairs_per_row;
   const int64_t j = 2 * (i - r * pairs_per_row);
+  if (a.zero_slots != nullptr) zero_row_pairs(a, r, j / 2, pairs_per_row);
   const int64_t span = j & ~int64_t{31};
   const int64_t src0 = span + mmq_span_source<kNibblePairs>(static_cast<int>(j & 31));
   const int64_t src1 = span + mmq_span_source<kNibblePairs>(static_cast<int>(j & 31) + 1);
@@ -100,6 +111,7 @@ __global__ void __launch_bounds__(256) mmq_quantize_activations(MmqArgs a, int64
   uint32_t q[2];
   const float d = quantize8(v, q);  // every lane: the quad's amax comes by shuffles
   if (!active) return;
+  if (a.zero_slots != nullptr) zero_row_pairs(a, token, group, groups);
   uint8_t* const unit = a.workspace + (token * (k_pad / kMmqUnitElems) + group / 32) * kMmqInt8UnitBytes;
   const int run = static_cast<int>((group >> 2) & 7), t = static_cast<int>(group & 3);
   uint32_t* const codes = reinterpret_cast<uint32_t*>(unit + 32 * run);

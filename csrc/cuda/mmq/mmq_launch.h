@@ -31,6 +31,11 @@ struct MmqArgs {
   // workspace: the activations as bf16 in the kernel's K order, [M, k_pad] (k_pad = K rounded up
   // to 256, zeros past K), then with splits > 1 the float32 partial sums [splits, M, N]
   uint8_t* workspace;
+  // The grouped MoE kernel's prologue only (null elsewhere): the routing's pair slots; row r's
+  // pairs r * zero_divisor .. (below zero_pairs) that it dropped get zeros in y's first n columns.
+  const int32_t* zero_slots = nullptr;
+  int64_t zero_pairs = 0;
+  int64_t zero_divisor = 1;
 };
 
 // Launches the permutation prologue, the tile kernel and (split K) the reduction on `stream`.

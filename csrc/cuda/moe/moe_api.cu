@@ -105,6 +105,9 @@ void launch_projection(QuantType t, const cuda_detail::MoeProjArgs& a, bool batc
       detail::fail("moe_batched: this build has no sm_90a kernels");
 #endif
     } else if (batched) {
+      if (a.zero_slots != nullptr)
+        cuda_detail::launch_zero_dropped_rows(a.zero_slots, a.pairs, a.out, a.gated ? FloatType::BF16 : a.out_type,
+                                              a.out_row_stride, a.n, stream);
       cuda_detail::launch_moe_batched<kT>(a, stream);
     } else {
       cuda_detail::launch_moe_vec<kT>(a, stream);
@@ -240,6 +243,9 @@ void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStrea
   a.block_experts = routing.block_experts;
   a.num_padded = routing.num_padded;
   a.block_size = routing.block_size;
+  a.zero_slots = routing.pair_slots;
+  LOWBIT_CHECK(routing.pair_slots == nullptr || proj.pairs < (int64_t{1} << 31), "routing.pair_slots: ", proj.pairs,
+               " pairs do not fit its int32 slots");
   check_mmq_math(proj.type, proj.math, "moe_batched (proj.math)");
   a.batched_int8 = proj.math == MmvqMath::kInt8 ||
                    (proj.math == MmvqMath::kAuto && moe_batched_int8(proj.type, routing.block_size, device_facts()));

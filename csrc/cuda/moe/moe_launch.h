@@ -45,6 +45,9 @@ struct MoeProjArgs {
   FloatType out_type;  // plain outputs: F32, BF16 or F16
   bool gated;
   Activation activation;
+  // batched kernels: where set, the rows of pairs whose slot is -1 (dropped by the routing) are
+  // written as zeros (moe_batched given MoeRouting::pair_slots)
+  const int32_t* zero_slots = nullptr;
 };
 
 // The float32 vector kernel's outputs per block (plain; gated takes half as many): the weight types

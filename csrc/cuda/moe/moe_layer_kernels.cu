@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/common/dropped_rows.cuh"
 #include "cuda/common/launch.h"
 #include "cuda/moe/moe_routing_launch.h"
 
@@ -36,6 +37,16 @@ __device__ __forceinline__ void store_float(T* p, float v) {
     *p = __float2half_rn(v);
   else
     *p = __float2bfloat16_rn(v);
+}
+
+constexpr int kZeroPairsPerBlock = 8;
+
+// Block b: the dropped rows among pairs [8 b, 8 b + 8), its threads across the columns.
+__global__ void __launch_bounds__(kThreads) zero_dropped_rows_kernel(const int32_t* slots, int64_t pairs, void* y,
+                                                                     FloatType type, int64_t row_stride, int64_t n) {
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kZeroPairsPerBlock;
+  const int64_t last = first + kZeroPairsPerBlock < pairs ? first + kZeroPairsPerBlock : pairs;
+  zero_dropped_rows(slots, first, last, y, type, row_stride, n, threadIdx.x, kThreads);
 }
 
 template <class In>
@@ -87,6 +98,15 @@ void launch_round_to_bf16(const void* x, FloatType x_type, int64_t tokens, int64
       break;
   }
   check_launch("fused_moe (activations to bf16)");
+}
+
+void launch_zero_dropped_rows(const int32_t* pair_slots, int64_t pairs, void* y, FloatType y_type, int64_t y_row_stride,
+                              int64_t n, cudaStream_t stream) {
+  if (pairs == 0 || n == 0) return;
+  const int64_t blocks = (pairs + kZeroPairsPerBlock - 1) / kZeroPairsPerBlock;  // pairs < 2^31: below 2^31 - 1
+  zero_dropped_rows_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(pair_slots, pairs, y, y_type,
+                                                                                   y_row_stride, n);
+  check_launch("moe_batched (dropped rows)");
 }
 
 void launch_moe_combine(const float* down, const float* weights, const PairExperts& experts, int64_t tokens,

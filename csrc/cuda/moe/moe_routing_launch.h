@@ -25,6 +25,11 @@ void launch_moe_routing(const PairExperts& experts, int64_t pairs, int block_siz
                         int32_t* segment_counts, int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts,
                         int64_t blocks, int32_t* num_padded, int32_t* pair_slots, cudaStream_t stream);
 
+// Zeros in the rows of y [pairs, n] (row stride in elements, of type y_type) whose pair's slot is -1:
+// the dropped pairs' outputs where a kernel writes only the routed ones.
+void launch_zero_dropped_rows(const int32_t* pair_slots, int64_t pairs, void* y, FloatType y_type, int64_t y_row_stride,
+                              int64_t n, cudaStream_t stream);
+
 // x [tokens, hidden] (row stride in elements) in x_type -> bf16 [tokens, hidden] contiguous.
 void launch_round_to_bf16(const void* x, FloatType x_type, int64_t tokens, int64_t hidden, int64_t x_row_stride,
                           uint16_t* out, cudaStream_t stream);

@@ -92,14 +92,18 @@ at::Tensor moe_vec_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype,
 
 at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qtype, const at::Tensor& sorted_pair_ids,
                             const at::Tensor& block_experts, const at::Tensor& num_padded, int64_t top_k, int64_t pairs,
-                            const std::optional<at::Tensor>& scales, int64_t block_size, c10::string_view math) {
-  const MoeProjPlan p =
-      plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales, block_size, math);
+                            const std::optional<at::Tensor>& scales, int64_t block_size, c10::string_view math,
+                            const std::optional<at::Tensor>& pair_slots) {
+  const MoeProjPlan p = plan_moe_batched(x, w, qtype, sorted_pair_ids, block_experts, num_padded, top_k, pairs, scales,
+                                         block_size, math, pair_slots);
   const c10::cuda::CUDAGuard guard(w.device());
   at::Tensor keep;
   const WeightArg wa = aligned_weight(p.w, w, keep);
-  // written in x's dtype by the kernels; the zeros stay in the rows of pairs without a local expert
-  at::Tensor y = at::zeros({pairs, p.w.rows}, x.options());
+  // written in x's dtype by the kernels; the rows of pairs without a local expert are zeros, written
+  // where the routing's pair slots name them, else left from zeroing the whole output
+  const at::Tensor slots = pair_slots.has_value() ? pair_slots->contiguous() : at::Tensor();
+  at::Tensor y =
+      slots.defined() ? at::empty({pairs, p.w.rows}, x.options()) : at::zeros({pairs, p.w.rows}, x.options());
   if (pairs == 0) return y;
   const at::Tensor xb = bf16_rows(x);
   const at::Tensor sorted = sorted_pair_ids.contiguous(), blocks = block_experts.contiguous();
@@ -109,7 +113,7 @@ at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qt
                      const_cast<int32_t*>(blocks.data_ptr<int32_t>()),
                      blocks.numel(),
                      const_cast<int32_t*>(used.data_ptr<int32_t>()),
-                     nullptr,
+                     slots.defined() ? const_cast<int32_t*>(slots.data_ptr<int32_t>()) : nullptr,
                      static_cast<int>(p.block_size)};
   cuda::MoeProjection proj = projection(wa, xb, top_k, pairs, y);
   proj.math = p.math;
