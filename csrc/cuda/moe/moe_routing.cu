@@ -75,13 +75,10 @@ __device__ __forceinline__ unsigned lanes_with_expert(int32_t e) {
   return peers;
 }
 
-// Inclusive sum of `value` over the block's kThreads threads in thread order: a shuffle scan
+// Inclusive sum of `value` over the block's kScanThreads threads in thread order: a shuffle scan
 // per warp, then one over the warps' totals (two barriers, where a scan through shared memory
-// takes two per step). `warp_totals`: kThreads / 32 ints of shared scratch. `total`: the block's sum.
-template <int kThreads>
+// takes two per step). `warp_totals`: kScanWarps ints of shared scratch. `total`: the block's sum.
 __device__ int32_t block_inclusive_sum(int32_t value, int32_t* warp_totals, int32_t& total) {
-  constexpr int kWarps = kThreads / 32;
-  static_assert(kThreads % 32 == 0 && kWarps <= 32, "one warp scans the warps' totals");
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
   for (int d = 1; d < 32; d *= 2) {
@@ -91,16 +88,16 @@ __device__ int32_t block_inclusive_sum(int32_t value, int32_t* warp_totals, int3
   if (lane == 31) warp_totals[warp] = value;
   __syncthreads();
   if (warp == 0) {
-    int32_t t = lane < kWarps ? warp_totals[lane] : 0;
+    int32_t t = lane < kScanWarps ? warp_totals[lane] : 0;
 #pragma unroll
-    for (int d = 1; d < kWarps; d *= 2) {
+    for (int d = 1; d < kScanWarps; d *= 2) {
       const int32_t below = __shfl_up_sync(0xFFFFFFFFu, t, d);
       if (lane >= d) t += below;
     }
-    if (lane < kWarps) warp_totals[lane] = t;
+    if (lane < kScanWarps) warp_totals[lane] = t;
   }
   __syncthreads();
-  total = warp_totals[kWarps - 1];
+  total = warp_totals[kScanWarps - 1];
   return value + (warp > 0 ? warp_totals[warp - 1] : 0);
 }
 
@@ -118,16 +115,16 @@ __device__ void fill_routing_sentinels(int32_t pairs, int32_t* sorted_pairs, int
 // Thread e < experts holds expert e's pair count `total`: lays the experts' padded runs out
 // (block_experts of its blocks, num_padded and, unless kSentinelsFilled (fill_routing_sentinels
 // ran before), sorted_pairs' padding sentinels, the unused tail and the blocks past it) and
-// returns the expert's first slot. Called by all kThreads threads of the block (`scan`:
-// kThreads / 32 ints of shared scratch); its first barrier orders the sentinels before the blocks.
-template <int kThreads, bool kSentinelsFilled>
+// returns the expert's first slot. Called by all kScanThreads threads of the block (`scan`:
+// kScanWarps ints of shared scratch); its first barrier orders the sentinels before the blocks.
+template <bool kSentinelsFilled>
 __device__ int32_t lay_out_experts(int32_t total, int32_t experts, int32_t block_size, int32_t pairs,
                                    int32_t* sorted_pairs, int64_t capacity, int32_t* block_experts, int64_t blocks,
                                    int32_t* num_padded, int32_t* scan) {
   const int e = threadIdx.x;
   const int32_t padded = e < experts ? (total + block_size - 1) / block_size * block_size : 0;
   int32_t used;
-  const int32_t offset = block_inclusive_sum<kThreads>(padded, scan, used) - padded;
+  const int32_t offset = block_inclusive_sum(padded, scan, used) - padded;
   if (e < experts) {
     if constexpr (!kSentinelsFilled)
       for (int32_t r = offset + total; r < offset + padded; ++r) sorted_pairs[r] = pairs;
@@ -135,8 +132,8 @@ __device__ int32_t lay_out_experts(int32_t total, int32_t experts, int32_t block
   }
   if (e == 0) *num_padded = used;
   if constexpr (!kSentinelsFilled) {
-    for (int64_t r = used + threadIdx.x; r < capacity; r += kThreads) sorted_pairs[r] = pairs;
-    for (int64_t b = used / block_size + threadIdx.x; b < blocks; b += kThreads) block_experts[b] = -1;
+    for (int64_t r = used + threadIdx.x; r < capacity; r += kScanThreads) sorted_pairs[r] = pairs;
+    for (int64_t b = used / block_size + threadIdx.x; b < blocks; b += kScanThreads) block_experts[b] = -1;
   }
   return offset;
 }
@@ -150,8 +147,8 @@ __global__ void __launch_bounds__(kScanThreads)
   int32_t total = 0;
   if (e < experts)
     for (int64_t s = 0; s < segments; ++s) total += counts[s * experts + e];
-  const int32_t offset = lay_out_experts<kScanThreads, false>(total, experts, block_size, pairs, sorted_pairs, capacity,
-                                                              block_experts, blocks, num_padded, scan);
+  const int32_t offset = lay_out_experts<false>(total, experts, block_size, pairs, sorted_pairs, capacity,
+                                                block_experts, blocks, num_padded, scan);
   if (e < experts) {
     int32_t slot = offset;
     for (int64_t s = 0; s < segments; ++s) {  // each segment's first slot for this expert
@@ -162,97 +159,80 @@ __global__ void __launch_bounds__(kScanThreads)
   }
 }
 
-// The one-block routing's block: 32 warps, so that 4096 pairs take four chunks (each chunk costs
-// its two barriers and a column pass whatever its size: benchmarks/NOTES.md, the routing kernel).
-constexpr int kOneBlockThreads = 1024;
-constexpr int kOneBlockWarps = kOneBlockThreads / 32;
-static_assert(kMoeMaxExperts <= kOneBlockThreads, "one column-pass thread per expert");
-
-// Dynamic shared memory of the one-block routing: its per-warp counts, [kOneBlockWarps][E] ints.
-constexpr int one_block_shared_bytes(int64_t experts) {
-  return static_cast<int>(kOneBlockWarps * experts * 4);
-}
-
-// The whole routing of up to kMoeOneBlockPairs pairs in one block of kOneBlockThreads threads:
-// small routings are four launches' latency in the four-kernel form, and one block's work here.
-// Thread t reads the experts of pairs t, t + kOneBlockThreads, ... once, every load issued before
-// any is used, and keeps them in registers for both passes. Pass 1 counts each expert's pairs in
-// shared memory; lay_out_experts gives their first slots; pass 2 takes the pairs a chunk of
-// kOneBlockThreads at a time, in pair order: each warp's leader of an expert (lanes_with_expert)
-// writes how many of the warp's lanes have it, thread e turns expert e's column of these counts
-// into each warp's first slot (from the expert's running next slot), and each pair's slot is its
-// warp's first slot plus its rank among its warp's lanes: two block barriers per chunk and one
-// shared read per pair.
-__global__ void __launch_bounds__(kOneBlockThreads)
+// The whole routing of up to kMoeOneBlockPairs pairs in one block of kScanThreads threads: small
+// routings are four launches' latency in the four-kernel form, and one block's work here. Thread t
+// reads the experts of pairs t, t + kScanThreads, ... once, every load issued before any is used,
+// and keeps them in registers for both passes. Pass 1 counts each expert's pairs in shared memory;
+// lay_out_experts gives their first slots; pass 2 takes the pairs a chunk of kScanThreads at a
+// time, in pair order: each warp's leader of an expert (lanes_with_expert) writes how many of the
+// warp's lanes have it, thread e turns expert e's column of these counts into each warp's first
+// slot (from the expert's running next slot), and each pair's slot is its warp's first slot plus
+// its rank among its warp's lanes: two block barriers per chunk and one shared read per pair.
+__global__ void __launch_bounds__(kScanThreads)
     routing_one_block_kernel(PairExperts experts, int32_t pairs, int32_t block_size, int32_t* sorted_pairs,
                              int64_t capacity, int32_t* block_experts, int64_t blocks, int32_t* num_padded,
                              int32_t* pair_slots) {
-  constexpr int kChunks = static_cast<int>(kMoeOneBlockPairs / kOneBlockThreads);
-  static_assert(kMoeOneBlockPairs % kOneBlockThreads == 0, "whole chunks");
+  constexpr int kChunks = static_cast<int>(kMoeOneBlockPairs / kScanThreads);
+  static_assert(kMoeOneBlockPairs % kScanThreads == 0, "whole chunks");
   __shared__ int32_t next_slot[kMoeMaxExperts];  // pass 1: counts; pass 2: each expert's next slot
-  __shared__ int32_t scan[kOneBlockWarps];
-  // pass 2, per chunk: warp_hist[w * E + e], the count of warp w's lanes with expert e, then (where
-  // not 0) the warp's first slot for it; entries return to 0 once the warp's pairs have read them
-  extern __shared__ int32_t warp_hist[];
+  __shared__ int32_t scan[kScanWarps];
+  // pass 2, per chunk: the count of each warp's lanes with each expert, then (where not 0) the
+  // warp's first slot for it; entries return to 0 once the warp's pairs have read them
+  __shared__ int32_t warp_hist[kScanWarps][kMoeMaxExperts];
   const auto E = static_cast<int32_t>(experts.experts);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int32_t pair_expert[kChunks];  // pairs <= kMoeOneBlockPairs (launch_moe_routing)
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
-    const int32_t p = c * kOneBlockThreads + static_cast<int32_t>(threadIdx.x);
+    const int32_t p = c * kScanThreads + static_cast<int32_t>(threadIdx.x);
     pair_expert[c] = p < pairs ? experts.of(p) : -1;
   }
   fill_routing_sentinels(pairs, sorted_pairs, capacity, block_experts, blocks);
-  for (int e = threadIdx.x; e < E; e += kOneBlockThreads) next_slot[e] = 0;
-  for (int i = threadIdx.x; i < kOneBlockWarps * E; i += kOneBlockThreads) warp_hist[i] = 0;
+  for (int e = threadIdx.x; e < E; e += kScanThreads) next_slot[e] = 0;
+  for (int i = threadIdx.x; i < kScanWarps * E; i += kScanThreads) warp_hist[i / E][i % E] = 0;
   __syncthreads();
 #pragma unroll
   for (int c = 0; c < kChunks; ++c)
     if (pair_expert[c] >= 0) atomicAdd(&next_slot[pair_expert[c]], 1);  // integer counts: any order
   __syncthreads();
   const int32_t total = threadIdx.x < E ? next_slot[threadIdx.x] : 0;
-  const int32_t offset = lay_out_experts<kOneBlockThreads, true>(total, E, block_size, pairs, sorted_pairs, capacity,
-                                                                 block_experts, blocks, num_padded, scan);
+  const int32_t offset = lay_out_experts<true>(total, E, block_size, pairs, sorted_pairs, capacity, block_experts,
+                                               blocks, num_padded, scan);
   if (threadIdx.x < E) next_slot[threadIdx.x] = offset;
   // (the next barrier, the first of the chunk loop's, orders next_slot before its reads)
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
-    if (c * kOneBlockThreads >= pairs) break;  // the same for the whole block
-    const int32_t p = c * kOneBlockThreads + static_cast<int32_t>(threadIdx.x);
+    if (c * kScanThreads >= pairs) break;  // the same for the whole block
+    const int32_t p = c * kScanThreads + static_cast<int32_t>(threadIdx.x);
     const int32_t e = pair_expert[c];
     const unsigned peers = lanes_with_expert(e);
     const int rank_in_warp = __popc(peers & ((1u << lane) - 1u));
     const bool leader = e >= 0 && rank_in_warp == 0;
-    if (leader) warp_hist[warp * E + e] = __popc(peers);
+    if (leader) warp_hist[warp][e] = __popc(peers);
     __syncthreads();
     if (threadIdx.x < E) {
-      // expert threadIdx.x's column: each warp's count -> its first slot, in warp order (two
-      // halves of loads in flight: all 32 at once would crowd the 64 registers)
+      // expert threadIdx.x's column: each warp's count -> its first slot, in warp order
+      int32_t counts[kScanWarps];
+#pragma unroll
+      for (int w = 0; w < kScanWarps; ++w) counts[w] = warp_hist[w][threadIdx.x];
       int32_t slot = next_slot[threadIdx.x];
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        int32_t counts[kOneBlockWarps / 2];
-#pragma unroll
-        for (int w = 0; w < kOneBlockWarps / 2; ++w)
-          counts[w] = warp_hist[(half * kOneBlockWarps / 2 + w) * E + threadIdx.x];
-#pragma unroll
-        for (int w = 0; w < kOneBlockWarps / 2; ++w) {
-          if (counts[w] != 0) warp_hist[(half * kOneBlockWarps / 2 + w) * E + threadIdx.x] = slot;
-          slot += counts[w];
-        }
+      for (int w = 0; w < kScanWarps; ++w) {
+        if (counts[w] != 0) warp_hist[w][threadIdx.x] = slot;
+        slot += counts[w];
       }
       next_slot[threadIdx.x] = slot;
     }
     __syncthreads();
     if (e >= 0) {
-      const int32_t slot = warp_hist[warp * E + e] + rank_in_warp;
+      const int32_t slot = warp_hist[warp][e] + rank_in_warp;
       sorted_pairs[slot] = p;
       pair_slots[p] = slot;
     } else if (p < pairs) {
       pair_slots[p] = -1;
     }
     __syncwarp();  // the warp's lanes have read their expert's entry before its leader clears it
-    if (leader) warp_hist[warp * E + e] = 0;
+    if (leader) warp_hist[warp][e] = 0;
     __syncwarp();  // and clears it before the next chunk's leader (maybe another lane) writes it
     // (the next chunk's first barrier orders the clears before its column pass)
   }
@@ -300,14 +280,9 @@ void launch_moe_routing(const PairExperts& experts, int64_t pairs, int block_siz
                         int64_t blocks, int32_t* num_padded, int32_t* pair_slots, cudaStream_t stream) {
   const auto e32 = static_cast<int32_t>(experts.experts);
   if (pairs <= kMoeOneBlockPairs) {
-    const int smem = one_block_shared_bytes(experts.experts);
-    // above the default 48 KB (E > 384) only: one setting then serves every E
-    if (smem > 48 * 1024)
-      configure_shared_memory(reinterpret_cast<const void*>(&routing_one_block_kernel),
-                              one_block_shared_bytes(kMoeMaxExperts), "moe_align (one block)");
-    routing_one_block_kernel<<<1, kOneBlockThreads, smem, stream>>>(experts, static_cast<int32_t>(pairs), block_size,
-                                                                    sorted_pairs, capacity, block_experts, blocks,
-                                                                    num_padded, pair_slots);
+    routing_one_block_kernel<<<1, kScanThreads, 0, stream>>>(experts, static_cast<int32_t>(pairs), block_size,
+                                                             sorted_pairs, capacity, block_experts, blocks, num_padded,
+                                                             pair_slots);
     check_launch("moe_align (one block)");
     return;
   }
