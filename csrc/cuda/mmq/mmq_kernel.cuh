@@ -48,7 +48,7 @@ namespace lowbit::cuda_detail {
 
 // The grouped MoE prologue's zeros (MmqArgs::zero_slots): thread t of the `threads` on activation
 // row r writes them in its columns of the row's dropped pairs. There they cost no launch of their
-// own (a memset of the whole output was 1.3 us of moe_proj at 128 tokens: benchmarks/NOTES.md).
+// own (a fill of the whole output was a kernel of its own in every call: benchmarks/NOTES.md).
 __device__ __forceinline__ void zero_row_pairs(const MmqArgs& a, int64_t r, int64_t t, int64_t threads) {
   const int64_t first = r * a.zero_divisor;
   const int64_t last = first + a.zero_divisor < a.zero_pairs ? first + a.zero_divisor : a.zero_pairs;
