@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build for Hopper, run the C++ and Python test suites, then the
 # dense benchmark. Logs and CSVs go to $OUT; the end of the output is a short summary.
-#   bash benchmarks/device_run.sh [build-base|wait-base|build|test|sanitize-gtest|sanitize|sanitize-mmq|sanitize-moe|bench|bench-mmq|bench-moe|ab|ab-test|ncu|ncu-moe|profile-moe|pack|
+#   bash benchmarks/device_run.sh [build-base|wait-base|build|test|sanitize-gtest|sanitize|sanitize-mmq|sanitize-moe|bench|bench-mmq|bench-moe|ab|ab-test|ncu|ncu-moe|ncu-routing|profile-moe|pack|
 #   gbench|gdb ...]
 #   (default: build test bench). The GPU machine has no gguf package: carry its wheel in .whl/
 #   (`pip download --no-deps gguf==0.19.0 -d .whl`, .whl ignored via .git/info/exclude) or the
@@ -199,6 +199,19 @@ for step in "${steps[@]}"; do
           echo "ncu $moe_kernel $t T=$m rc=$?"
           export_ncu_report "$rep" "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Memory Thr|DRAM Thr|Registers Per|Block Limit"
         done
+      done ;;
+    ncu-routing)
+      # the one-block routing kernel of moe_batched's moe_align at NCU_M tokens (iq4_xs moe_proj,
+      # top-8), sampled every 32 cycles (--sampling-interval 0): the kernel is a few microseconds
+      # on one SM, too short for the default interval to place its cycles on SASS lines
+      for m in ${NCU_M:-128 512}; do
+        rep="$OUT/ncu-routing-t$m"
+        ncu --clock-control none -k regex:routing_one_block --launch-skip 4 --launch-count 1 --sampling-interval 0 \
+          --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section SourceCounters -o "$rep" -f \
+          python3 benchmarks/profile_moe.py --types iq4_xs --tokens "$m" --ops moe_proj --kernels moe_batched \
+          > "$rep.log" 2>&1
+        echo "ncu routing T=$m rc=$?"
+        export_ncu_report "$rep" "Duration|Issued Warp Per|Warp Cycles Per Issued"
       done ;;
     pack)
       # few files come back from the GPU machine: the CSVs and summaries stay, the rest (logs, JUnit
