@@ -104,9 +104,15 @@ MoeProjPlan plan_moe_batched(const at::Tensor& x, const at::Tensor& w, int64_t q
                     block_experts.numel(), " blocks, too few for ", sorted_pair_ids.numel(),
                     " sorted rows in blocks of ", bs);
   if (pair_slots.has_value()) {
+    // the slots name the dropped rows, and every other row must be one a kernel writes: a routing
+    // made for w's E experts and this block size (one made for more experts would route pairs to
+    // experts w lacks, whose blocks write nothing, over an output no longer zeroed first)
     check_int32_vector(*pair_slots, "pair_slots", w);
     TORCH_CHECK_VALUE(pair_slots->numel() == pairs, "pair_slots has ", pair_slots->numel(),
                       " elements; it must hold one slot per pair (", pairs, "), as moe_align returns it");
+    TORCH_CHECK_VALUE(
+        sorted_pair_ids.numel() == need, "pair_slots: the routing must be moe_align's for w's E = ", p.w.experts,
+        " experts and block_size ", bs, " (", need, " sorted rows); sorted_pair_ids has ", sorted_pair_ids.numel());
   }
   p.block_size = block_size;
   return p;

@@ -35,8 +35,11 @@ struct MoeRouting {
   int32_t* block_experts = nullptr;  // [blocks], blocks * block_size >= capacity
   int64_t blocks = 0;
   int32_t* num_padded = nullptr;   // [1]
-  int32_t* pair_slots = nullptr;   // [pairs]; moe_batched: optional (zeros in dropped pairs' rows)
+  int32_t* pair_slots = nullptr;   // [pairs]
   int block_size = kMoeBlockSize;  // the block_size moe_align made it with
+  // moe_batched: write zeros into the rows of the pairs the routing dropped (read from pair_slots)
+  // instead of leaving them unwritten
+  bool zero_dropped = false;
 };
 
 // Bytes of scratch moe_align needs (pair_experts and the per-segment histograms).
@@ -93,8 +96,9 @@ void moe_vec(const MoeProjection& proj, ExpertIds ids, int64_t expert_begin, voi
 // Batched kernel over routing made with block_size routing.block_size (any in [1, 1024]; on a
 // compute capability 9.0 GPU with a build for sm_90a, 16, 32, 64 and 128 run the grouped MMQ
 // kernel with that token tile, the others the mma.sync kernel): rows of pairs that the routing
-// dropped are not written, unless routing.pair_slots is set (moe_align's): then they are written
-// as zeros (the grouped kernel's activation prologue writes them; no pass over the whole output).
+// dropped are not written, unless routing.zero_dropped is set: then they are written as zeros, found
+// from routing.pair_slots (the grouped kernel's activation prologue writes them; no pass over the
+// whole output).
 // Blocks past *num_padded exit at once.
 //   workspace: 256-byte aligned, moe_batched_workspace_bytes(proj, routing.block_size) bytes (the
 //   activations in the grouped kernel's order); null: a stream-ordered allocation of its own.

@@ -98,10 +98,6 @@ def _moe_batched_fake(
     vectors = [("sorted_pair_ids", sorted_pair_ids), ("block_experts", block_experts), ("num_padded", num_padded)]
     if pair_slots is not None:
         vectors.append(("pair_slots", pair_slots))
-        torch._check(
-            pair_slots.shape[0] == pairs,
-            lambda: f"pair_slots has {pair_slots.shape[0]} elements; it must hold one slot per pair ({pairs})",
-        )
     for name, t in vectors:
         if t.dtype != torch.int32 or t.dim() != 1:
             raise ValueError(f"{name} must be a 1-D int32 tensor")
@@ -112,6 +108,22 @@ def _moe_batched_fake(
         sorted_pair_ids.shape[0] >= pairs + w.shape[0] * (block_size - 1),
         lambda: "sorted_pair_ids is shorter than pairs + E * (block - 1)",
     )
+    if pair_slots is not None:
+        torch._check_value(
+            pair_slots.shape[0] == pairs,
+            lambda: (
+                f"pair_slots has {pair_slots.shape[0]} elements; it must hold one slot per pair ({pairs}), "
+                "as moe_align returns it"
+            ),
+        )
+        need = pairs + w.shape[0] * (block_size - 1)
+        torch._check_value(
+            sorted_pair_ids.shape[0] == need,
+            lambda: (
+                f"pair_slots: the routing must be moe_align's for w's E = {w.shape[0]} experts and block_size "
+                f"{block_size} ({need} sorted rows); sorted_pair_ids has {sorted_pair_ids.shape[0]}"
+            ),
+        )
     return x.new_empty((pairs, w.shape[1]))
 
 

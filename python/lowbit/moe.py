@@ -132,7 +132,9 @@ def moe_batched(
         scales=scales,
         block_size=int(routing.block_size),
         math=math,
-        pair_slots=routing.pair_slots,
+        # the kernels write the dropped pairs' zeros from the slots; a call over fewer pairs than
+        # the routing's zeroes the whole output first instead
+        pair_slots=routing.pair_slots if routing.pair_slots.numel() == pairs else None,
     )
 
 

@@ -120,8 +120,12 @@ def test_moe_vec_and_batched_match_reference(device, qtype, k, n, rng: np.random
         routing = moe_align(ids, experts, block, expert_range=(begin, begin + experts))
         # the output's memory held NaNs just before (the caching allocator hands the freed block back):
         # with the routing's pair slots the dropped rows are written as zeros, not found so
-        torch.full((tokens * top_k, n), float("nan"), device=device, dtype=x.dtype)
+        poison = torch.full((tokens * top_k, n), float("nan"), device=device, dtype=x.dtype)
+        poisoned = poison.data_ptr()
+        del poison
         batched = moe_batched(x, w, qtype, routing, top_k, tokens * top_k, scales=s)
+        if device == "cuda":
+            assert batched.data_ptr() == poisoned, "the output did not reuse the NaN block: the zeros check is blind"
         # the grouped MMQ's int8 path (where measured faster) has the int8 MMVQ's bound
         int8 = device == "cuda" and moe_batched_int8(qtype, block, device)
         assert rel_err(batched, ref) < (VEC_LAYER_BOUND[device] if int8 else BOUND[device]), f"block {block}"
@@ -142,6 +146,15 @@ def test_moe_vec_and_batched_match_reference(device, qtype, k, n, rng: np.random
             block_size=block,
         )
         assert torch.equal(plain, batched), f"block {block}"
+        if device == "cuda":  # the zeros in a 2-byte output (written as bf16 by the same prologue)
+            xb = x.bfloat16()
+            poison = torch.full((tokens * top_k, n), float("nan"), device=device, dtype=xb.dtype)
+            poisoned = poison.data_ptr()
+            del poison
+            half = moe_batched(xb, w, qtype, routing, top_k, tokens * top_k, scales=s)
+            assert half.data_ptr() == poisoned, "the output did not reuse the NaN block: the zeros check is blind"
+            assert torch.equal(half.cpu()[dropped], torch.zeros_like(half.cpu()[dropped]))
+            assert not bool(half.isnan().any()), f"block {block}"
     assert torch.equal(vec.cpu()[dropped], torch.zeros_like(vec.cpu()[dropped]))
 
 
@@ -262,7 +275,12 @@ def test_errors_name_the_argument(device, rng: np.random.Generator) -> None:
     with pytest.raises(ValueError, match="pair_slots must be a 1-D int32"):
         moe_batched(x, w, q, routing._replace(pair_slots=routing.pair_slots.long()), 2, 8)
     with pytest.raises(ValueError, match="pair_slots has 7 elements; it must hold one slot per pair"):
-        moe_batched(x, w, q, routing._replace(pair_slots=routing.pair_slots[:7]), 2, 8)
+        torch.ops.lowbit.moe_batched(
+            x, w, int(q), *routing[:3], 2, 8, block_size=routing.block_size, pair_slots=routing.pair_slots[:7]
+        )
+    wide = moe_align(ids, 5)  # made for more experts than w holds
+    with pytest.raises(ValueError, match="pair_slots: the routing must be moe_align's for w's E = 3"):
+        moe_batched(x, w, q, wide, 2, 8)
     with pytest.raises(ValueError, match="row"):
         ggml_moe_a8_vec(x, w, ids, 2, int(q), 65, 4)
     with pytest.raises(ValueError, match="tokens"):

@@ -243,9 +243,11 @@ void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStrea
   a.block_experts = routing.block_experts;
   a.num_padded = routing.num_padded;
   a.block_size = routing.block_size;
-  a.zero_slots = routing.pair_slots;
-  LOWBIT_CHECK(routing.pair_slots == nullptr || proj.pairs < (int64_t{1} << 31), "routing.pair_slots: ", proj.pairs,
+  LOWBIT_CHECK(!routing.zero_dropped || routing.pair_slots != nullptr,
+               "routing.zero_dropped: the dropped pairs are read from routing.pair_slots, which is null");
+  LOWBIT_CHECK(!routing.zero_dropped || proj.pairs < (int64_t{1} << 31), "routing.pair_slots: ", proj.pairs,
                " pairs do not fit its int32 slots");
+  a.zero_slots = routing.zero_dropped ? routing.pair_slots : nullptr;
   check_mmq_math(proj.type, proj.math, "moe_batched (proj.math)");
   a.batched_int8 = proj.math == MmvqMath::kInt8 ||
                    (proj.math == MmvqMath::kAuto && moe_batched_int8(proj.type, routing.block_size, device_facts()));

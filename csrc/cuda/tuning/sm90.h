@@ -79,8 +79,7 @@ inline constexpr LanePairsRow kLanePairsRows[] = {
 // IQ2_S, IQ3_XXS, IQ3_S and IQ1_S with them in the aligned-words instance only (the byte-reading
 // one, for rows of an odd number of blocks, spilled 4-108 bytes).
 inline constexpr Provenance kMoeFewPairs20261202{"H200", "a19b56b", "2026-12-02"};  // against 79fc838
-// (the words-only rows: fd96ac3 with them, against fd96ac3)
-inline constexpr Provenance kMoeFewWords20261202{"H200", "fd96ac3", "2026-12-02"};
+inline constexpr Provenance kMoeFewWords20261202{"H200", "1264c09", "2026-12-02"};  // against fd96ac3
 inline constexpr LanePairsRow kLanePairsFewRows[] = {
     {Q::IQ2_XXS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
     {Q::IQ2_XS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},

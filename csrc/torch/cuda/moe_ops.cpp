@@ -114,7 +114,8 @@ at::Tensor moe_batched_cuda(const at::Tensor& x, const at::Tensor& w, int64_t qt
                      blocks.numel(),
                      const_cast<int32_t*>(used.data_ptr<int32_t>()),
                      slots.defined() ? const_cast<int32_t*>(slots.data_ptr<int32_t>()) : nullptr,
-                     static_cast<int>(p.block_size)};
+                     static_cast<int>(p.block_size),
+                     /*zero_dropped=*/slots.defined()};
   cuda::MoeProjection proj = projection(wa, xb, top_k, pairs, y);
   proj.math = p.math;
   // sized from shapes alone (graph capture); the caching allocator's blocks are 512-byte aligned
