@@ -158,6 +158,29 @@ def test_moe_vec_and_batched_match_reference(device, qtype, k, n, rng: np.random
     assert torch.equal(vec.cpu()[dropped], torch.zeros_like(vec.cpu()[dropped]))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_batched_pairs_not_a_multiple_of_top_k(device, rng: np.random.Generator) -> None:
+    # 2 * 19 - 1 pairs over 19 activation rows: the last row holds one pair, dropped, so the
+    # prologue's zeros of the dropped pairs run over a short last row
+    qtype, k, n, experts, top_k, tokens = QuantType.IQ4_NL, 32 * 5, 96, 6, 2, 19
+    w, s = random_weight(qtype, n, k, rng, experts=experts, device=device)
+    x = torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(device)
+    flat = random_ids(rng, tokens, top_k, experts).reshape(-1)[:-1]
+    flat[-1] = -1
+    ids = torch.from_numpy(flat).to(device)
+    pairs = ids.numel()
+    ref = reference_projection(x, w, qtype, s, ids, top_k)
+    for block in (16, 64, 5):
+        routing = moe_align(ids, experts, block)
+        assert routing.pair_slots.numel() == pairs
+        y = moe_batched(x, w, qtype, routing, top_k, pairs, scales=s)
+        assert y.shape == (pairs, n)
+        int8 = device == "cuda" and moe_batched_int8(qtype, block, device)
+        assert rel_err(y, ref) < (VEC_LAYER_BOUND[device] if int8 else BOUND[device]), f"block {block}"
+        dropped = (routing.pair_slots < 0).cpu()
+        assert bool(dropped[-1]) and torch.equal(y.cpu()[dropped], torch.zeros_like(y.cpu()[dropped]))
+
+
 def silu_and_mul(h: torch.Tensor) -> torch.Tensor:
     i = h.shape[-1] // 2
     return torch.nn.functional.silu(h[:, :i]) * h[:, i:]
