@@ -136,7 +136,7 @@ void launch_moe_grouped_mmq(const MoeProjArgs& a, uint8_t* workspace, cudaStream
   prologue.zero_pairs = a.pairs;
   prologue.zero_divisor = a.x_pair_divisor;
   prologue.y = a.out;
-  prologue.y_type = a.gated ? FloatType::BF16 : a.out_type;
+  prologue.y_type = out_float_type(a);
   prologue.y_row_stride = a.out_row_stride;
   prologue.n = a.n;
   bool launched = false;

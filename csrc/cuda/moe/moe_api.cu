@@ -106,7 +106,7 @@ void launch_projection(QuantType t, const cuda_detail::MoeProjArgs& a, bool batc
 #endif
     } else if (batched) {
       if (a.zero_slots != nullptr)
-        cuda_detail::launch_zero_dropped_rows(a.zero_slots, a.pairs, a.out, a.gated ? FloatType::BF16 : a.out_type,
+        cuda_detail::launch_zero_dropped_rows(a.zero_slots, a.pairs, a.out, cuda_detail::out_float_type(a),
                                               a.out_row_stride, a.n, stream);
       cuda_detail::launch_moe_batched<kT>(a, stream);
     } else {

@@ -46,9 +46,14 @@ struct MoeProjArgs {
   bool gated;
   Activation activation;
   // batched kernels: where set, the rows of pairs whose slot is -1 (dropped by the routing) are
-  // written as zeros (moe_batched given MoeRouting::pair_slots)
+  // written as zeros (moe_batched with MoeRouting::zero_dropped)
   const int32_t* zero_slots = nullptr;
 };
+
+// The type of a projection's outputs: bf16 when gated, else out_type.
+inline FloatType out_float_type(const MoeProjArgs& a) {
+  return a.gated ? FloatType::BF16 : a.out_type;
+}
 
 // The float32 vector kernel's outputs per block (plain; gated takes half as many): the weight types
 // without an int8 form (the others run the int8 MMVQ's pairs mode, mmvq/mmvq_pairs.cuh).
