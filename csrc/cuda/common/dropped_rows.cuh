@@ -9,17 +9,26 @@
 
 namespace lowbit::cuda_detail {
 
+// Whether the routing dropped this lane's pair among the first 32 of [first, last) (pair first +
+// lane; false past last). A kernel reads it before its own loads, so that the slot's latency
+// overlaps theirs, and hands it to zero_dropped_rows.
+__device__ __forceinline__ bool lane_pair_dropped(const int32_t* slots, int64_t first, int64_t last) {
+  const int64_t p = first + static_cast<int64_t>(threadIdx.x & 31);
+  return p < last && __ldg(slots + p) < 0;
+}
+
 // Thread t of the `threads` that share pairs [first, last) writes columns t, t + threads, ... < n
-// of each dropped pair's row of y (row stride in elements). The slots come 32 at a time into a
-// mask before any store, so that their loads are in flight together (a store between two loads
-// would keep the compiler from moving the second ahead of it).
-__device__ __forceinline__ void zero_dropped_rows(const int32_t* slots, int64_t first, int64_t last, void* y,
-                                                  FloatType type, int64_t row_stride, int64_t n, int64_t t,
+// of each dropped pair's row of y (row stride in elements). Every lane of a warp calls it with the
+// same pairs and its lane_pair_dropped; a ballot gives the warp the dropped ones, 32 pairs per
+// load of each lane (eight loads per thread, one per pair, doubled the MoE permutation prologue at
+// 4096 pairs: benchmarks/NOTES.md).
+__device__ __forceinline__ void zero_dropped_rows(bool first_dropped, const int32_t* slots, int64_t first, int64_t last,
+                                                  void* y, FloatType type, int64_t row_stride, int64_t n, int64_t t,
                                                   int64_t threads) {
+  bool mine = first_dropped;
   for (int64_t base = first; base < last; base += 32) {
-    const int count = last - base < 32 ? static_cast<int>(last - base) : 32;
-    uint32_t dropped = 0;
-    for (int d = 0; d < count; ++d) dropped |= static_cast<uint32_t>(__ldg(slots + base + d) < 0) << d;
+    if (base != first) mine = lane_pair_dropped(slots, base, last);
+    uint32_t dropped = __ballot_sync(0xFFFFFFFFu, mine);
     while (dropped != 0) {
       const int d = __ffs(static_cast<int>(dropped)) - 1;
       dropped &= dropped - 1;

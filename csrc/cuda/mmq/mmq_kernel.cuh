@@ -46,13 +46,29 @@
 
 namespace lowbit::cuda_detail {
 
-// The grouped MoE prologue's zeros (MmqArgs::zero_slots): thread t of the `threads` on activation
-// row r writes them in its columns of the row's dropped pairs. There they cost no launch of their
-// own (a fill of the whole output was a kernel of its own in every call: benchmarks/NOTES.md).
-__device__ __forceinline__ void zero_row_pairs(const MmqArgs& a, int64_t r, int64_t t, int64_t threads) {
+// The grouped MoE prologue's zeros (MmqArgs::zero_slots) on activation row r: its pairs
+// [first, last), whose first 32 slots the prologue's threads read before their activation loads
+// (lane_pair_dropped) and whose dropped rows they zero after their stores (zero_dropped_rows,
+// thread t of `threads` on the row). A row is whole warps (k_pad / 2 and k_pad / 8 threads, k_pad a
+// multiple of 256), as the ballot there needs. Here the zeros cost no launch of their own (a memset
+// of the whole output was 1.3 us of moe_proj at 128 tokens: benchmarks/NOTES.md).
+struct RowPairs {
+  int64_t first, last;
+};
+__device__ __forceinline__ RowPairs row_pairs(const MmqArgs& a, int64_t r) {
   const int64_t first = r * a.zero_divisor;
-  const int64_t last = first + a.zero_divisor < a.zero_pairs ? first + a.zero_divisor : a.zero_pairs;
-  zero_dropped_rows(a.zero_slots, first, last, a.y, a.y_type, a.y_row_stride, a.n, t, threads);
+  return {first, first + a.zero_divisor < a.zero_pairs ? first + a.zero_divisor : a.zero_pairs};
+}
+__device__ __forceinline__ bool row_lane_dropped(const MmqArgs& a, int64_t r) {
+  if (a.zero_slots == nullptr) return false;
+  const RowPairs rp = row_pairs(a, r);
+  return lane_pair_dropped(a.zero_slots, rp.first, rp.last);
+}
+__device__ __forceinline__ void zero_row_pairs(const MmqArgs& a, int64_t r, bool lane_dropped, int64_t t,
+                                               int64_t threads) {
+  if (a.zero_slots == nullptr) return;
+  const RowPairs rp = row_pairs(a, r);
+  zero_dropped_rows(lane_dropped, a.zero_slots, rp.first, rp.last, a.y, a.y_type, a.y_row_stride, a.n, t, threads);
 }
 
 // xp[r, j] = bf16(x[r, span(j) * 32 + mmq_span_source<kNibblePairs>(j mod 32)]), zero past K; one
@@ -66,7 +82,7 @@ __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_
   if (i >= a.m * pairs_per_row) return;
   const int64_t r = i / pairs_per_row;
   const int64_t j = 2 * (i - r * pairs_per_row);
-  if (a.zero_slots != nullptr) zero_row_pairs(a, r, j / 2, pairs_per_row);
+  const bool lane_dropped = row_lane_dropped(a, r);
   const int64_t span = j & ~int64_t{31};
   const int64_t src0 = span + mmq_span_source<kNibblePairs>(static_cast<int>(j & 31));
   const int64_t src1 = span + mmq_span_source<kNibblePairs>(static_cast<int>(j & 31) + 1);
@@ -75,6 +91,7 @@ __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_
   const float v0 = src0 < a.k ? static_cast<float>(x[src0]) : 0.0f;
   const float v1 = src1 < a.k ? static_cast<float>(x[src1]) : 0.0f;
   reinterpret_cast<__nv_bfloat162*>(a.workspace)[(r * k_pad + j) / 2] = __floats2bfloat162_rn(v0, v1);
+  zero_row_pairs(a, r, lane_dropped, j / 2, pairs_per_row);
 }
 
 // Keeps the compiler from moving accumulator registers while wgmma owns them.
@@ -101,6 +118,7 @@ __global__ void __launch_bounds__(256) mmq_quantize_activations(MmqArgs a, int64
   const bool active = i < a.m * groups;
   const int64_t token = active ? i / groups : 0;
   const int64_t group = active ? i - token * groups : 0;
+  const bool lane_dropped = active && row_lane_dropped(a, token);
   float v[8] = {};
   if (active && group * 8 < a.k) {
     // element loads: the C++ API promises no alignment of x or of its row stride
@@ -111,13 +129,13 @@ __global__ void __launch_bounds__(256) mmq_quantize_activations(MmqArgs a, int64
   uint32_t q[2];
   const float d = quantize8(v, q);  // every lane: the quad's amax comes by shuffles
   if (!active) return;
-  if (a.zero_slots != nullptr) zero_row_pairs(a, token, group, groups);
   uint8_t* const unit = a.workspace + (token * (k_pad / kMmqUnitElems) + group / 32) * kMmqInt8UnitBytes;
   const int run = static_cast<int>((group >> 2) & 7), t = static_cast<int>(group & 3);
   uint32_t* const codes = reinterpret_cast<uint32_t*>(unit + 32 * run);
   codes[t] = q[0];
   codes[4 + t] = q[1];
   if (t == 0) reinterpret_cast<float*>(unit + kMmqUnitElems)[run] = d;
+  zero_row_pairs(a, token, lane_dropped, group, groups);
 }
 
 // What a block's mainloop reads, apart from the tiling: the weight rows (one expert's, for the

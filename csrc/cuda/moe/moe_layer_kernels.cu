@@ -46,7 +46,8 @@ __global__ void __launch_bounds__(kThreads) zero_dropped_rows_kernel(const int32
                                                                      FloatType type, int64_t row_stride, int64_t n) {
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kZeroPairsPerBlock;
   const int64_t last = first + kZeroPairsPerBlock < pairs ? first + kZeroPairsPerBlock : pairs;
-  zero_dropped_rows(slots, first, last, y, type, row_stride, n, threadIdx.x, kThreads);
+  zero_dropped_rows(lane_pair_dropped(slots, first, last), slots, first, last, y, type, row_stride, n, threadIdx.x,
+                    kThreads);
 }
 
 template <class In>
