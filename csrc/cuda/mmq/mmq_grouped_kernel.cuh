@@ -41,6 +41,7 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8, true>::
     mmq_grouped_kernel(MoeProjArgs a, const uint8_t* xp, int64_t k_pad) {
   using Gt = MmqGroupedTiling<Traits, kTokens, kGated, kInt8>;
   pdl_wait_for_primary();  // as in mmq_wgmma_kernel: the routing and the prologue are read below
+  pdl_launch_dependents();
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kTokens;
   if (first >= a.num_padded[0] || first >= a.sorted_capacity) return;  // experts with no pair cost nothing
   const int32_t e = a.block_experts[blockIdx.x];

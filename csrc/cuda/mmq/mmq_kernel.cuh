@@ -75,7 +75,10 @@ __device__ __forceinline__ void zero_row_pairs(const MmqArgs& a, int64_t r, bool
 // thread per output pair (neighbours in x, or 16 apart in the nibble formats' pair order).
 template <class Act, bool kNibblePairs>
 __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_t k_pad) {
-  // the tiles kernel after it may start its blocks now: it waits for this grid before any read
+  // A programmatic launch: the blocks start while the kernel before drains (the routing, or the
+  // last call's tiles, which still read the workspace) and wait for it here; the tiles kernel
+  // after it may start its blocks now, as it waits for this grid before any read.
+  pdl_wait_for_primary();
   pdl_launch_dependents();
   const int64_t pairs_per_row = k_pad / 2;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -112,7 +115,8 @@ __device__ __forceinline__ void fence_accumulators(int (&acc)[N]) {
 // run's scale after the unit's codes. Zeros past K.
 template <class Act, I8Order kOrder>
 __global__ void __launch_bounds__(256) mmq_quantize_activations(MmqArgs a, int64_t k_pad) {
-  pdl_launch_dependents();           // as in mmq_permute_activations
+  pdl_wait_for_primary();  // as in mmq_permute_activations
+  pdl_launch_dependents();
   const int64_t groups = k_pad / 8;  // a multiple of 32: quads never straddle tokens
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool active = i < a.m * groups;
@@ -404,8 +408,10 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlock
   using Tl = MmqTiling<Traits, kTokens, kInt8>;
   // A programmatic launch after the activation prologue: its blocks take their multiprocessors
   // while the prologue drains; everything below reads or writes what the prologue or the work
-  // before it touched.
+  // before it touched. The programmatic launches after it (the next prologue, routing or MMVQ)
+  // may start their blocks in the last wave's tail: each waits for this grid before its reads.
   pdl_wait_for_primary();
+  pdl_launch_dependents();
   extern __shared__ uint8_t smem_raw[];
   uint8_t* const smem = aligned_mmq_smem(smem_raw);
 
@@ -473,9 +479,9 @@ template <class Traits>
 void launch_mmq_permute(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>((a.m * (k_pad / 2) + 255) / 256);
   visit_activation_type(a.x_type, [&](auto act) {
-    mmq_permute_activations<decltype(act), kMmqNibblePairs<Traits>><<<blocks, 256, 0, stream>>>(a, k_pad);
+    launch_programmatic<&mmq_permute_activations<decltype(act), kMmqNibblePairs<Traits>>>(blocks, 256, 0, stream,
+                                                                                          "mmq (activations)", a, k_pad);
   });
-  check_launch("mmq (activations)");
 }
 
 // The int8 prologue over a.m rows of a.x into a.workspace (int8 units, mmq_tiling.h).
@@ -483,9 +489,9 @@ template <class Traits>
 void launch_mmq_quantize(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>((a.m * (k_pad / 8) + 255) / 256);
   visit_activation_type(a.x_type, [&](auto act) {
-    mmq_quantize_activations<decltype(act), Traits::kI8Order><<<blocks, 256, 0, stream>>>(a, k_pad);
+    launch_programmatic<&mmq_quantize_activations<decltype(act), Traits::kI8Order>>(blocks, 256, 0, stream,
+                                                                                    "mmq (int8 activations)", a, k_pad);
   });
-  check_launch("mmq (int8 activations)");
 }
 
 template <class Traits, int kTokens, bool kInt8>

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "cuda/common/launch.h"
+#include "cuda/common/ptx.cuh"
 #include "cuda/moe/moe_routing_launch.h"
 #include "lowbit/moe_policy.h"
 
@@ -179,6 +180,11 @@ __global__ void __launch_bounds__(kScanThreads)
   // pass 2, per chunk: the count of each warp's lanes with each expert, then (where not 0) the
   // warp's first slot for it; entries return to 0 once the warp's pairs have read them
   __shared__ int32_t warp_hist[kScanWarps][kMoeMaxExperts];
+  // A programmatic launch: the block takes its multiprocessor while the kernel before drains and
+  // waits for it here (that kernel may write the ids, or still read the last routing's outputs);
+  // the prologue after it may start its blocks now, each waiting for this one's completion.
+  pdl_wait_for_primary();
+  pdl_launch_dependents();
   const auto E = static_cast<int32_t>(experts.experts);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int32_t pair_expert[kChunks];  // pairs <= kMoeOneBlockPairs (launch_moe_routing)
@@ -280,10 +286,9 @@ void launch_moe_routing(const PairExperts& experts, int64_t pairs, int block_siz
                         int64_t blocks, int32_t* num_padded, int32_t* pair_slots, cudaStream_t stream) {
   const auto e32 = static_cast<int32_t>(experts.experts);
   if (pairs <= kMoeOneBlockPairs) {
-    routing_one_block_kernel<<<1, kScanThreads, 0, stream>>>(experts, static_cast<int32_t>(pairs), block_size,
-                                                             sorted_pairs, capacity, block_experts, blocks, num_padded,
-                                                             pair_slots);
-    check_launch("moe_align (one block)");
+    launch_programmatic<&routing_one_block_kernel>(1, kScanThreads, 0, stream, "moe_align (one block)", experts,
+                                                   static_cast<int32_t>(pairs), block_size, sorted_pairs, capacity,
+                                                   block_experts, blocks, num_padded, pair_slots);
     return;
   }
   launch_pair_experts(experts, pairs, pair_experts, stream);
