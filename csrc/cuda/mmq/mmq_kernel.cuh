@@ -479,8 +479,8 @@ template <class Traits>
 void launch_mmq_permute(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>((a.m * (k_pad / 2) + 255) / 256);
   visit_activation_type(a.x_type, [&](auto act) {
-    launch_programmatic<&mmq_permute_activations<decltype(act), kMmqNibblePairs<Traits>>>(blocks, 256, 0, stream,
-                                                                                          "mmq (activations)", a, k_pad);
+    launch_programmatic<&mmq_permute_activations<decltype(act), kMmqNibblePairs<Traits>>>(
+        blocks, 256, 0, stream, "mmq (activations)", a, k_pad);
   });
 }
 
