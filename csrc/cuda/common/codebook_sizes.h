@@ -44,15 +44,18 @@ static_assert(LOWBIT_IQ1S_GRID_SIZE * 4 % 16 == 0, "the packed IQ1 table is whol
 // The lane kernel's decode table holds kGridCopies<Traits> interleaved copies of each grid entry,
 // each lane reading copy lane % copies: from one copy a warp's 32 random lookups collide in
 // shared-memory banks (about 3.5 wavefronts each), from their own copies they do not (32 copies
-// of 4-byte entries, 16 of 8-byte ones). Capped near 64 KB. IQ1 keeps one copy (eight measured
-// no faster: benchmarks/NOTES.md, f675193).
+// of 4-byte entries, 16 of 8-byte ones). Capped near 64 KB, IQ3_S's at 32 KB (16 copies): every
+// block builds its table before its first weight, which at one token is on each call's chain, and
+// IQ3_S's lookups lose nothing with two lanes per copy (benchmarks/NOTES.md, "grid table capped").
+// IQ1 keeps one copy (eight measured no faster: benchmarks/NOTES.md, f675193).
 template <class Traits>
 inline constexpr int kGridCopies = [] {
   constexpr Codebook kBook = Traits::kCodebook;
   constexpr int bytes = codebook_bytes(kBook);
   if (bytes == 0 || kBook == Codebook::kIq1s) return 1;
+  constexpr int cap = kBook == Codebook::kIq3s ? 32 * 1024 : 64 * 1024;
   int copies = 128 / codebook_entry_bytes(kBook);
-  while (copies > 1 && bytes * copies > 64 * 1024) copies /= 2;
+  while (copies > 1 && bytes * copies > cap) copies /= 2;
   return copies;
 }();
 
