@@ -181,6 +181,29 @@ def test_batched_pairs_not_a_multiple_of_top_k(device, rng: np.random.Generator)
         assert bool(dropped[-1]) and torch.equal(y.cpu()[dropped], torch.zeros_like(y.cpu()[dropped]))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_back_to_back_calls_reusing_freed_memory(device, rng: np.random.Generator) -> None:
+    # Routings and projections issued back to back, each routing freed before the next one is made:
+    # the caching allocator hands its blocks (and the projection's workspace) to the next call, whose
+    # routing and prologue then write where the call before still reads. On CUDA the calls are one
+    # chain of programmatic launches, each kernel waiting for the one before at its first instruction;
+    # a kernel that read or wrote before its wait would corrupt the earlier calls' outputs here.
+    qtype, k, n, experts, top_k, tokens, rounds = QuantType.IQ4_NL, 32 * 8, 96, 8, 2, 64, 4
+    w, s = random_weight(qtype, n, k, rng, experts=experts, device=device)
+    xs = [torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(device) for _ in range(rounds)]
+    ids = [torch.from_numpy(random_ids(rng, tokens, top_k, experts)).to(device) for _ in range(rounds)]
+    refs = [reference_projection(x, w, qtype, s, i, top_k) for x, i in zip(xs, ids)]
+    for block in (16, 64):
+        outs = []
+        for x, i in zip(xs, ids):  # no host read between the calls
+            routing = moe_align(i, experts, block)
+            outs.append(moe_batched(x, w, qtype, routing, top_k, tokens * top_k, scales=s))
+            del routing
+        int8 = device == "cuda" and moe_batched_int8(qtype, block, device)
+        for r, (y, ref) in enumerate(zip(outs, refs)):
+            assert rel_err(y, ref) < (VEC_LAYER_BOUND[device] if int8 else BOUND[device]), f"block {block}, call {r}"
+
+
 def silu_and_mul(h: torch.Tensor) -> torch.Tensor:
     i = h.shape[-1] // 2
     return torch.nn.functional.silu(h[:, :i]) * h[:, i:]
