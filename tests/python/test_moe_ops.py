@@ -192,15 +192,15 @@ def test_back_to_back_calls_reusing_freed_memory(device, rng: np.random.Generato
     w, s = random_weight(qtype, n, k, rng, experts=experts, device=device)
     xs = [torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(device) for _ in range(rounds)]
     ids = [torch.from_numpy(random_ids(rng, tokens, top_k, experts)).to(device) for _ in range(rounds)]
-    refs = [reference_projection(x, w, qtype, s, i, top_k) for x, i in zip(xs, ids)]
+    refs = [reference_projection(x, w, qtype, s, i, top_k) for x, i in zip(xs, ids, strict=True)]
     for block in (16, 64):
         outs = []
-        for x, i in zip(xs, ids):  # no host read between the calls
+        for x, i in zip(xs, ids, strict=True):  # no host read between the calls
             routing = moe_align(i, experts, block)
             outs.append(moe_batched(x, w, qtype, routing, top_k, tokens * top_k, scales=s))
             del routing
         int8 = device == "cuda" and moe_batched_int8(qtype, block, device)
-        for r, (y, ref) in enumerate(zip(outs, refs)):
+        for r, (y, ref) in enumerate(zip(outs, refs, strict=True)):
             assert rel_err(y, ref) < (VEC_LAYER_BOUND[device] if int8 else BOUND[device]), f"block {block}, call {r}"
 
 
