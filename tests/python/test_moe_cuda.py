@@ -255,6 +255,32 @@ def test_moe_vec_equals_its_arithmetic(qtype, k, n, tokens, rng: np.random.Gener
             assert rel_err(out, ref) < (6e-3 if dtype == torch.bfloat16 else 1e-3), dtype
 
 
+def test_moe_vec_non_local_calls_keep_the_chain(rng: np.random.Generator) -> None:
+    """Calls whose pairs all lack a local expert, each followed at once by a call with local pairs,
+    on the tensor-core pairs kernel (an activation row past a block's shared memory) and on the lane
+    kernel. The non-local call's blocks write zeros and exit; they must still wait for its activation
+    prologue, or the next call's prologue would race it on the reused workspace."""
+    experts, top_k, tokens, n = 4, 2, 24, 24
+    for qtype, k in ((QuantType.IQ4_XS, 212992), (QuantType.IQ4_NL, 32 * 80)):
+        w, s = random_weight(qtype, n, k, rng, experts=experts, device=dev())
+        rounds = 3
+        xs = [torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(dev()) for _ in range(rounds)]
+        local = [
+            torch.from_numpy(np.stack([rng.choice(experts, top_k, replace=False) for _ in range(tokens)])).to(dev())
+            for _ in range(rounds)
+        ]
+        foreign = torch.full((tokens, top_k), experts + 1, dtype=torch.int64, device=dev())
+        refs = [pair_reference(x, w, qtype, s, i, top_k) for x, i in zip(xs, local, strict=True)]
+        outs, zeros = [], []
+        for x, i in zip(xs, local, strict=True):  # no host read between the calls
+            zeros.append(moe_vec(x.flip(1).contiguous(), w, qtype, foreign, top_k, scales=s))
+            outs.append(moe_vec(x, w, qtype, i, top_k, scales=s))
+        for r, (y, z, ref) in enumerate(zip(outs, zeros, refs, strict=True)):
+            assert torch.equal(z.cpu(), torch.zeros_like(z.cpu())), f"{qtype.type_name} call {r}: non-local rows"
+            err = rel_err(y.float(), ref)
+            assert err < MOE_VEC_EXACT_BOUND, f"{qtype.type_name} call {r}: rel err {err:.3g}"
+
+
 def test_moe_vec_grid_beyond_65535_pairs(rng: np.random.Generator) -> None:
     """8193 tokens x top-8 = 65544 pairs: one block per pair, flattened in x past 65535."""
     tokens, top_k, experts, n, k = 8193, 8, 5, 16, 64

@@ -33,9 +33,17 @@ void configure_shared_memory(const void* kernel, int bytes, const char* op);
 
 // Launches kKernel(args...) as a programmatic dependent of the work before it in the stream
 // where the code that runs was compiled with griddepcontrol (PTX 9.0+, not e.g. a compute_89 PTX
-// JIT-compiled for a newer GPU): its blocks may then start while the kernel before finishes (it
-// reads nothing the work before it writes until pdl_wait_for_primary), else a plain
-// stream-ordered launch.
+// JIT-compiled for a newer GPU): its blocks may then start while the kernel before finishes, else
+// a plain stream-ordered launch.
+// The rules every programmatic kernel keeps:
+// - Before pdl_wait_for_primary it reads nothing that any unfinished earlier kernel of the stream
+//   writes and writes nothing that one reads or writes: not only the kernel just before it, since
+//   a kernel that triggers its dependents before its own wait (the lane MMVQ) lets the chain run
+//   ahead of kernels it has not waited for. Weights and codebooks are safe; activations,
+//   routings, workspaces and outputs are not.
+// - Every block reaches pdl_wait_for_primary before it exits, also a block with no work: a grid
+//   that ends without waiting can end before its primary, and then the next kernel's wait no
+//   longer covers the primary's writes.
 template <auto kKernel, class... Args>
 void launch_programmatic(dim3 grid, int threads, int smem, cudaStream_t stream, const char* name, const Args&... args) {
   cudaLaunchConfig_t config{};

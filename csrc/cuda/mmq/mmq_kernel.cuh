@@ -409,7 +409,8 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlock
   // A programmatic launch after the activation prologue: its blocks take their multiprocessors
   // while the prologue drains; everything below reads or writes what the prologue or the work
   // before it touched. The programmatic launches after it (the next prologue, routing or MMVQ)
-  // may start their blocks in the last wave's tail: each waits for this grid before its reads.
+  // may start their blocks in the last wave's tail: before their wait they touch only what no
+  // kernel of the chain writes (the lane MMVQ its weights and codebook table; launch.h).
   pdl_wait_for_primary();
   pdl_launch_dependents();
   extern __shared__ uint8_t smem_raw[];

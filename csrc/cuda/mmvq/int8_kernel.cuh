@@ -50,6 +50,8 @@ __global__ void __launch_bounds__(32 * (kMode != MmvqMode::kDense ? MmvqInt8Tili
   TileRows rows = TileRows::dense(static_cast<int64_t>(blockIdx.x) * Tl::kRows, a.n);
   int x_row = 0;  // the block's first activation row (pairs mode: its pair's token)
   if constexpr (kPairs) {
+    // The ids are read before the wait: the kernel before is the activation prologue, which
+    // triggers this one only after its own wait, so the router's ids are complete (launch.h).
     if (!enter_pair<kGated>(a, rows, x_row)) return;
   }
   const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;

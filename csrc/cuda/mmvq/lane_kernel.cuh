@@ -20,7 +20,7 @@
 // NOTES.md). Three or four tokens' would cost every SM that quantization three or four times
 // over: there the int8 prologue kernel quantizes them once and each block copies its output. The grid
 // is one block per SM (1024 threads at 64 registers fill its register file), so the activations
-// and the codebook table (kGridCopies copies of each entry, one per lane's bank) are built once per SM; team t of block
+// and the codebook table (kGridCopies copies of each entry, codebook_sizes.h) are built once per SM; team t of block
 // b takes row groups b * teams + t, then every gridDim.x * teams further.
 //
 // Pairs mode (kMode, MmvqPairs in mmvq_args.h: the MoE vector projection, one token per pair): the

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "cuda/common/activation.cuh"
+#include "cuda/common/ptx.cuh"
 #include "cuda/mmvq/mmvq_args.h"
 #include "cuda/mmvq/row_pipeline.cuh"
 
@@ -58,6 +59,9 @@ __device__ __forceinline__ bool enter_pair(MmvqPairArgs& a, TileRows& rows, int&
     rows = TileRows::dense(j0, a.n);
   const int32_t e = a.pairs.experts.of(pair);
   if (e < 0) {
+    // The zeros go to the output, which the kernel before may still touch, and a block must not
+    // exit before its wait (launch.h): a grid of non-local pairs alone would end before its primary.
+    pdl_wait_for_primary();
     point_at_pair_output<kGated>(a);
     const int r = static_cast<int>(threadIdx.x);
     if constexpr (kGated) {
