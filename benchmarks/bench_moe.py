@@ -210,10 +210,11 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                 "dequant_matmul": lambda r: dequant_matmul_proj(x, ws[r], q, ids, top_k),  # noqa: B023
             }
             calls["auto"] = calls[auto]
-            if block <= 64 and lowbit._C.mmq_int8_supported(int(q)):  # the grouped MMQ's int8 path
+            int8_block = 64 if block == 48 else block  # 48 is a bf16 tile only
+            if int8_block <= 64 and lowbit._C.mmq_int8_supported(int(q)):  # the grouped MMQ's int8 path
 
                 def batched_int8(r: int) -> torch.Tensor:
-                    routing = moe_align(ids, E, block)  # noqa: B023
+                    routing = moe_align(ids, E, int8_block)  # noqa: B023
                     return moe_batched(x, ws[r], q, routing, top_k, T * top_k, math="int8")  # noqa: B023
 
                 calls["moe_batched_int8"] = batched_int8
@@ -224,7 +225,9 @@ def bench_proj(writer, base, tokens_list, types, gen) -> list[dict]:
                 med, plain, graph_calls = time_us(call, len(ws), graph)
                 t = med if graph else plain
                 notes = ("auto=" + auto if kernel == "auto" else "") + ("" if graph else " plain launches, host sync")
-                if kernel.startswith("moe_batched") or (kernel == "auto" and auto == "moe_batched"):
+                if kernel == "moe_batched_int8":
+                    notes += f" block={int8_block}"
+                elif kernel.startswith("moe_batched") or (kernel == "auto" and auto == "moe_batched"):
                     notes += f" block={block}"
                 row = dict(
                     base,

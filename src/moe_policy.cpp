@@ -46,16 +46,17 @@ int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device) {
   LOWBIT_CHECK(pairs >= 0 && experts >= 1, "topk_ids: pairs must be >= 0 and E >= 1");
   if (!device.mmq) return kMoeBlockSize;
   // 1.5x the average: most experts of a balanced routing then take one block. A block's time barely
-  // grows with its tile up to 64 tokens (the dense MMQ, benchmarks/NOTES.md), so fewer blocks win.
+  // grows with its tile up to 64 tokens (the dense MMQ, benchmarks/NOTES.md), so fewer blocks win;
+  // 48 spares the padding of a 64-token tile at about 32 pairs per expert.
   const int64_t want = (3 * pairs + 2 * experts - 1) / (2 * experts);
-  for (int tile : {16, 32, 64})
+  for (int tile : {16, 32, 48, 64})
     if (want <= tile) return tile;
   return 128;
 }
 
 bool moe_batched_int8(QuantType t, int block_size, const DeviceFacts& device) {
   weight_type_info(static_cast<int64_t>(t), "qtype");
-  const bool grouped = device.mmq && cuda_detail::visit_token_tile(block_size, [](auto) {});
+  const bool grouped = device.mmq && cuda_detail::visit_grouped_token_tile(block_size, [](auto) {});
   return grouped && mmq_int8_by_default(t, block_size);
 }
 

@@ -94,8 +94,8 @@ void moe_vec(const MoeProjection& proj, ExpertIds ids, int64_t expert_begin, voi
              cudaStream_t stream);
 
 // Batched kernel over routing made with block_size routing.block_size (any in [1, 1024]; on a
-// compute capability 9.0 GPU with a build for sm_90a, 16, 32, 64 and 128 run the grouped MMQ
-// kernel with that token tile, the others the mma.sync kernel): rows of pairs that the routing
+// compute capability 9.0 GPU with a build for sm_90a, 16, 32, 48, 64 and 128 run the grouped MMQ
+// kernel with that token tile (48: bf16 only), the others the mma.sync kernel): rows of pairs that the routing
 // dropped are not written, unless routing.zero_dropped is set: then they are written as zeros, found
 // from routing.pair_slots (the grouped kernel's activation prologue writes them; no pass over the
 // whole output).

@@ -85,7 +85,7 @@ inline constexpr int kMoeRoutingSegment = 256;
 int64_t moe_vector_max_tokens(const MoeShape& shape, const DeviceFacts& device);
 
 // The routing block size of the batched kernel for `pairs` pairs over E experts on `device`: where
-// the grouped MMQ kernel runs, its smallest token tile (16, 32, 64, 128) that holds 1.5x an average
+// the grouped MMQ kernel runs, its smallest token tile (16, 32, 48, 64, 128) that holds 1.5x an average
 // expert's pairs (so that most experts take one block: the weight decode, not the padded math,
 // bounds the kernel); else kMoeBlockSize. Provisional until measured (bench_moe.py moe_proj).
 int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device);

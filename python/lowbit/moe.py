@@ -57,8 +57,8 @@ def moe_align(
 
 def moe_block_size(pairs: int, experts: int, device: torch.device | str | None = None) -> int:
     """The routing block size moe_batched runs fastest with for `pairs` (token, k) pairs over
-    `experts` local experts: on Hopper the grouped MMQ token tile (16, 32, 64 or 128) that holds an
-    average expert's pairs, elsewhere 64."""
+    `experts` local experts: on Hopper the grouped MMQ token tile (16, 32, 48, 64 or 128) that holds
+    1.5x an average expert's pairs, elsewhere 64."""
     dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return int(torch.ops.lowbit.moe_block_size(int(pairs), int(experts), dev))
 

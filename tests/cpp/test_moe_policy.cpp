@@ -104,7 +104,8 @@ TEST(MoePolicy, GroupedMmqTokenTileFollowsPairsPerExpert) {
   EXPECT_EQ(moe_block_size(170 * 8, 128, kH200Mmq), 16);  // 10.6: 1.5x rounds up to 16
   EXPECT_EQ(moe_block_size(171 * 8, 128, kH200Mmq), 32);
   EXPECT_EQ(moe_block_size(256 * 8, 128, kH200Mmq), 32);
-  EXPECT_EQ(moe_block_size(512 * 8, 128, kH200Mmq), 64);  // 32 per expert: 48
+  EXPECT_EQ(moe_block_size(512 * 8, 128, kH200Mmq), 48);  // 32 per expert: 48
+  EXPECT_EQ(moe_block_size(513 * 8, 128, kH200Mmq), 64);  // 48.1
   EXPECT_EQ(moe_block_size(683 * 8, 128, kH200Mmq), 128);
   EXPECT_EQ(moe_block_size(4096 * 8, 128, kH200Mmq), 128);
   EXPECT_EQ(moe_block_size(0, 128, kH200Mmq), 16);
@@ -114,10 +115,10 @@ TEST(MoePolicy, GroupedMmqTokenTileFollowsPairsPerExpert) {
   const MoePlan p = plan_moe(qwen3(512), true, kH200Mmq);
   EXPECT_EQ(p.kernel, MoeKernel::kBatched);
   EXPECT_TRUE(p.grouped_mmq);
-  EXPECT_EQ(p.block_size, 64);
-  EXPECT_EQ(p.sorted_capacity, 4096 + 128 * 63);
-  EXPECT_EQ(p.blocks, (p.sorted_capacity + 63) / 64);
-  EXPECT_NE(p.reason.find("grouped MMQ, token tile 64"), std::string::npos) << p.reason;
+  EXPECT_EQ(p.block_size, 48);
+  EXPECT_EQ(p.sorted_capacity, 4096 + 128 * 47);
+  EXPECT_EQ(p.blocks, (p.sorted_capacity + 47) / 48);
+  EXPECT_NE(p.reason.find("grouped MMQ, token tile 48"), std::string::npos) << p.reason;
   EXPECT_GE(p.workspace.gated - p.workspace.x_mmq, size_t{4096} * 768 * 2);  // the down projection's x
   const MoePlan vec = plan_moe(qwen3(4), true, kH200Mmq);
   EXPECT_FALSE(vec.grouped_mmq);

@@ -71,11 +71,11 @@ def bf16(t: torch.Tensor) -> torch.Tensor:
 
 def grouped_mmq_runs(block_size: int) -> bool:
     """Whether moe_batched with this routing block size runs the grouped MMQ kernel here (a 9.0 GPU
-    and a build for sm_90a; token tiles 16 .. 128), else the mma.sync kernel."""
+    and a build for sm_90a; token tiles 16, 32, 48, 64, 128), else the mma.sync kernel."""
     return (
         torch.cuda.get_device_capability(dev()) == (9, 0)
         and lowbit.capabilities()["types"]["iq4_xs"]["kernels"]["cuda_mmq"]
-        and block_size in (16, 32, 64, 128)
+        and block_size in (16, 32, 48, 64, 128)
     )
 
 
@@ -438,11 +438,11 @@ def _exact_projection(x, W, ids, top_k, x_rounded: torch.Tensor | None = None) -
     return out
 
 
-@pytest.mark.parametrize("block_size", [16, 32, 64, 128, 48])
+@pytest.mark.parametrize("block_size", [16, 32, 48, 64, 128, 40])
 @pytest.mark.parametrize("tokens", [1, 7, 127, 128, 129, 1000])
 @pytest.mark.parametrize("kind", ["balanced", "skewed", "invalid"])
 def test_batched_projection_against_its_roundings(block_size, tokens, kind) -> None:
-    """Every token tile of the grouped MMQ (and 48: the mma.sync kernel), N and K tails (N = 200: a
+    """Every token tile of the grouped MMQ (and 40: the mma.sync kernel), N and K tails (N = 200: a
     partial row tile; K = 800: a partial 256-weight unit), experts with no pair, dropped pairs."""
     rng = np.random.default_rng(fresh_seed())
     experts, top_k, n = 16, 4, 200
@@ -521,8 +521,9 @@ def test_batched_int8_names_its_rules() -> None:
     with pytest.raises(ValueError, match='math: "int8" moe_batched needs a type whose int8 form'):
         moe_batched(x, w, QuantType.IQ2_XS, moe_align(ids, 4, 16), 2, 16, math="int8")
     w, _ = random_weight(QuantType.IQ4_NL, 64, 512, rng, experts=4, device=dev())
-    with pytest.raises((ValueError, RuntimeError), match=r"math \(proj.math\): int8 runs on the grouped MMQ kernel"):
-        moe_batched(x, w, QuantType.IQ4_NL, moe_align(ids, 4, 128), 2, 16, math="int8")
+    for block in (128, 48):  # 48: a bf16 tile only
+        with pytest.raises((ValueError, RuntimeError), match=r"math \(proj.math\): int8 runs on the grouped MMQ"):
+            moe_batched(x, w, QuantType.IQ4_NL, moe_align(ids, 4, block), 2, 16, math="int8")
 
 
 @pytest.mark.parametrize(
@@ -581,5 +582,6 @@ def test_block_size_follows_pairs_per_expert() -> None:
         return
     assert moe_block_size(128 * 8, 128, dev()) == 16  # 8 pairs per expert (1.5x: 12)
     assert moe_block_size(256 * 8, 128, dev()) == 32
-    assert moe_block_size(512 * 8, 128, dev()) == 64
+    assert moe_block_size(512 * 8, 128, dev()) == 48  # 32 per expert (1.5x: 48)
+    assert moe_block_size(513 * 8, 128, dev()) == 64
     assert moe_block_size(4096 * 8, 128, dev()) == 128

@@ -48,15 +48,17 @@ static_assert(LOWBIT_IQ1S_GRID_SIZE * 4 % 16 == 0, "the packed IQ1 table is whol
 // block builds its table before its first weight, which at one token is on each call's chain, and
 // IQ3_S's lookups lose nothing with two lanes per copy (benchmarks/NOTES.md, "grid table capped").
 // IQ1 keeps one copy (eight measured no faster: benchmarks/NOTES.md, f675193).
+// grid_copies: the copies that fit cap_bytes.
 template <class Traits>
-inline constexpr int kGridCopies = [] {
+constexpr int grid_copies(int cap_bytes) {
   constexpr Codebook kBook = Traits::kCodebook;
   constexpr int bytes = codebook_bytes(kBook);
   if (bytes == 0 || kBook == Codebook::kIq1s) return 1;
-  constexpr int cap = kBook == Codebook::kIq3s ? 32 * 1024 : 64 * 1024;
   int copies = 128 / codebook_entry_bytes(kBook);
-  while (copies > 1 && bytes * copies > cap) copies /= 2;
+  while (copies > 1 && bytes * copies > cap_bytes) copies /= 2;
   return copies;
-}();
+}
+template <class Traits>
+inline constexpr int kGridCopies = grid_copies<Traits>(Traits::kCodebook == Codebook::kIq3s ? 32 * 1024 : 64 * 1024);
 
 }  // namespace lowbit::cuda_detail

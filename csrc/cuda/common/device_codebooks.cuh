@@ -107,9 +107,8 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
 
 // int8_codebooks with kGridCopies<Traits> copies of the grid, built by the whole block in 16-byte
 // stores of consecutive copies (caller syncs); this lane reads copy lane % copies.
-template <class Traits>
+template <class Traits, int kCopies = kGridCopies<Traits>>
 __device__ __forceinline__ Codebooks replicated_int8_codebooks(uint8_t* shared) {
-  constexpr int kCopies = kGridCopies<Traits>;
   constexpr Codebook kBook = Traits::kCodebook;
   if constexpr (kCopies == 1) {
     return int8_codebooks<Traits>(shared);

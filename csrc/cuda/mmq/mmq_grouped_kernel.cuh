@@ -148,8 +148,8 @@ void launch_moe_grouped_mmq(const MoeProjArgs& a, uint8_t* workspace, cudaStream
     });
   } else {
     launch_mmq_permute<Traits>(prologue, k_pad, stream);
-    launched = visit_token_tile(a.block_size,
-                                [&](auto tile) { launch_grouped<Traits, tile(), false>(a, workspace, k_pad, stream); });
+    launched = visit_grouped_token_tile(
+        a.block_size, [&](auto tile) { launch_grouped<Traits, tile(), false>(a, workspace, k_pad, stream); });
   }
   if (!launched)
     detail::fail("moe_batched: the grouped MMQ kernel has no ", a.batched_int8 ? "int8 " : "", "token tile of ",

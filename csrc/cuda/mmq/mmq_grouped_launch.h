@@ -12,9 +12,9 @@
 
 namespace lowbit::cuda_detail {
 
-// Routing block sizes the grouped kernel has a token tile for (MMQ's tiles).
+// Routing block sizes the grouped kernel has a token tile for (visit_grouped_token_tile).
 inline bool moe_grouped_mmq_block(int block_size) {
-  return visit_token_tile(block_size, [](auto) {});
+  return visit_grouped_token_tile(block_size, [](auto) {});
 }
 
 // Bytes of its workspace: the x rows a projection reads, bf16 in MMQ's K order ([rows, K rounded up

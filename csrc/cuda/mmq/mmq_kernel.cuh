@@ -367,11 +367,11 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     wgmma_wait<0>();
     fence_accumulators(acc);
   } else {
-    // Two stages (the 128-token tile, and the grouped kernel's 64-token tile two blocks per
+    // Two stages (the 128-token tile, and the grouped kernel's 48- and 64-token tiles two blocks per
     // multiprocessor): the next unit loads while this one computes, and the wgmma drain before
     // the second barrier frees the slot. Measured faster at 128+ tokens than 64-token tiles with
     // four stages in flight (benchmarks/NOTES.md, 2026-12-01); the other resident block fills the
-    // drains of the grouped 64-token tile.
+    // drains of the grouped tiles.
     static_assert(!kInt8, "the int8 path keeps units in flight");
     stage(u_begin, 0);
     if constexpr (Tl::kNibblePairs && Tl::kPairCopies > 1) build_pair_table();

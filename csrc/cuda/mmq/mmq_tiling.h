@@ -46,8 +46,8 @@ struct MmqTiling {
   }
   // Two blocks per multiprocessor (more warps to hide each one's decode -> wgmma chain) where the
   // ring fits half of shared memory: three stages for tiles of up to 32 tokens, two for the grouped
-  // kernel's bf16 64-token tiles, whose grid has a block per 64 pairs of every expert to fill the
-  // drains of a two-stage ring; the dense grid at 64 tokens fills the multiprocessors by splitting
+  // kernel's bf16 48- and 64-token tiles, whose grid has a block per tile of pairs of every expert
+  // to fill the drains of a two-stage ring; the dense grid at 64 tokens fills the multiprocessors by splitting
   // K and measured slower with two blocks (benchmarks/NOTES.md). Else one block, up to four stages.
   static constexpr int kHalfBudget = 113 * 1024 - 1024;
   static constexpr int kTwoBlockStages = kTokens <= 32 ? 3 : 2;
@@ -113,6 +113,18 @@ bool visit_token_tile(int tokens, F&& f) {
     default:
       return false;
   }
+}
+
+// The grouped kernel's bf16 token tiles: MMQ's and 48, for routings of about 32 pairs per expert
+// (moe_block_size's 1.5x the average), where a 64-token tile is half padding: its wgmma, its B
+// reads from shared memory and its activation copies scale with the tile, its weight decode not.
+template <class F>
+bool visit_grouped_token_tile(int tokens, F&& f) {
+  if (tokens == 48) {
+    f(std::integral_constant<int, 48>{});
+    return true;
+  }
+  return visit_token_tile(tokens, f);
 }
 
 // f(std::integral_constant<int, T>{}) for the tile of the int8 path (type Traits) with

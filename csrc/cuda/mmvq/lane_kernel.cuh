@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     group_step = static_cast<int64_t>(gridDim.x) * teams;
     group = static_cast<int64_t>(blockIdx.x) * teams + team;
   }
-  uint8_t* const codes = smem + Tl::kTableBytes;
+  uint8_t* const codes = smem + Tl::table_bytes(kShape);
   float* const code_scales = reinterpret_cast<float*>(codes + x_rows.count * a.k);
   float* const partials = code_scales + a.k / 32 * x_rows.count;  // [team][parity][member][kSums]
   // This thread's sub-blocks j = tid + kTeamThreads i: always sub-block `sub` of a format block,
@@ -260,7 +260,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   // which the kernel before may write: their first lines start after the wait, behind the
   // activation loads, which would otherwise queue behind them: NOTES.md.)
   if constexpr (!kPairs) prefetch_group(group, 0);
-  const Codebooks cb = replicated_int8_codebooks<Traits>(smem);
+  const Codebooks cb = replicated_int8_codebooks<Traits, lane_grid_copies<Traits>(kShape)>(smem);
   pdl_wait_for_primary();
   if constexpr (kPairs)
     quantize_into_shared<Act, Traits::kI8Order, 0>(a, first_x_row, x_rows.count, codes, code_scales,

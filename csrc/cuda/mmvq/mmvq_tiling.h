@@ -37,7 +37,15 @@ constexpr LaneShape lane_pairs_shape(bool words, bool gated, bool few = false) {
                                     (split.paired_in == tuning::WordsKernel::kWordsOnly) == words);
   s.select_prefetch = false;
   s.prefetch_ahead = split.prefetch_ahead;
+  s.table_kb = split.table_kb;
   return s;
+}
+
+// The copies of the grid table a lane kernel of shape s builds (LaneShape's table_kb).
+template <class Traits>
+constexpr int lane_grid_copies(const LaneShape& s) {
+  const int copies = s.table_kb > 0 ? grid_copies<Traits>(s.table_kb * 1024) : kGridCopies<Traits>;
+  return copies < kGridCopies<Traits> ? copies : kGridCopies<Traits>;
 }
 
 // The bf16 tensor-core MMVQ (mmvq/bf16_kernel.cuh) and the weight staging it shares with the int8
@@ -103,8 +111,10 @@ struct MmvqLaneTiling {
                 "16-weight scales: groups 0, 1 of a sub-block are its first 16 weights");
   static constexpr int kSubsPerBlock = Traits::kBlockElems / 32;
   static_assert(32 % kSubsPerBlock == 0, "a lane keeps its sub-block of the format block across rounds");
-  static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;                   // 1, or 2 (16-weight scales)
-  static constexpr int kTableBytes = kInt8TableBytes<Traits> * kGridCopies<Traits>;  // whole 16-byte words
+  static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;  // 1, or 2 (16-weight scales)
+  static constexpr int table_bytes(const LaneShape& s) {            // whole 16-byte words
+    return kInt8TableBytes<Traits> * lane_grid_copies<Traits>(s);
+  }
   // bytes a warp's round advances its pointers by (whole format blocks)
   static constexpr int64_t kStepBytes = 32 / kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
   // The table, then the activation codes [tokens][K] (each sub-block's two 16-byte halves swapped
@@ -115,14 +125,14 @@ struct MmvqLaneTiling {
   static constexpr int64_t smem_bytes(int64_t k, int teams) {
     constexpr LaneShape kShape = lane_shape<Traits>(kTokens);
     constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows * kTokens : 0;
-    return kTableBytes + kTokens * k + k / 32 * kTokens * 4 + teams * kPartials * 4;
+    return table_bytes(kShape) + kTokens * k + k / 32 * kTokens * 4 + teams * kPartials * 4;
   }
   // The pairs mode's (one token per pair; kFew: the split for few items): `rows` activation rows.
   template <bool kGated, bool kFew = false>
   static constexpr int64_t pairs_smem_bytes(int64_t k, int64_t rows, int teams) {
     constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated, kFew);
     constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows : 0;
-    return kTableBytes + rows * k + k / 32 * rows * 4 + teams * kPartials * 4;
+    return table_bytes(kShape) + rows * k + k / 32 * rows * 4 + teams * kPartials * 4;
   }
 };
 

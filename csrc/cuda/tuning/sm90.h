@@ -82,8 +82,8 @@ inline constexpr Provenance kMoeFewPairs20261202{"H200", "a19b56b", "2026-12-02"
 inline constexpr Provenance kMoeFewWords20261202{"H200", "1264c09", "2026-12-02"};  // against fd96ac3
 inline constexpr LanePairsRow kLanePairsFewRows[] = {
     {Q::IQ2_XXS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
-    {Q::IQ2_XS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true},
-    {Q::IQ2_S, 2, 1, 2, &kMoeFewWords20261202, /*paired_rounds=*/true, W::kWordsOnly},
+    {Q::IQ2_XS, 2, 1, 2, &kMoeFewPairs20261202, /*paired_rounds=*/true, W::kBoth, /*table_kb=*/32},
+    {Q::IQ2_S, 2, 1, 2, &kMoeFewWords20261202, /*paired_rounds=*/true, W::kWordsOnly, /*table_kb=*/32},
     {Q::IQ3_XXS, 2, 1, 2, &kMoeFewWords20261202, /*paired_rounds=*/true, W::kWordsOnly},
     {Q::IQ3_S, 2, 1, 2, &kMoeFewWords20261202, /*paired_rounds=*/true, W::kWordsOnly},
     {Q::IQ1_S, 2, 1, 2, &kMoeFewWords20261202, /*paired_rounds=*/true, W::kWordsOnly},

@@ -35,6 +35,9 @@ struct LaneShape {
   int prefetch_ahead = 1;
   // Read the blocks as aligned words (the format's lane words) where it has them and the rows allow.
   bool words = true;
+  // The grid table's cap in KB (0: the format's, kGridCopies): fewer copies build faster where the
+  // build is on each call's chain (one token) and the lookups are few.
+  int table_kb = 0;
 };
 
 // How the lane MMVQ's pairs modes (the MoE vector projection, one token per pair;
@@ -60,6 +63,7 @@ struct LanePairsRow {
   const Provenance* measured;
   bool paired_rounds = false;
   WordsKernel paired_in = WordsKernel::kBoth;
+  int table_kb = 0;  // LaneShape's
 };
 
 struct LaneRow {
