@@ -49,8 +49,8 @@ namespace lowbit::cuda_detail {
 // The grouped MoE prologue's zeros (MmqArgs::zero_slots) on activation row r: its pairs
 // [first, last), whose first 32 slots the prologue's threads read before their activation loads
 // (lane_pair_dropped) and whose dropped rows they zero after their stores (zero_dropped_rows,
-// thread t of `threads` on the row). A row is whole warps (k_pad / 2 and k_pad / 8 threads, k_pad a
-// multiple of 256), as the ballot there needs. Here the zeros cost no launch of their own (a memset
+// thread t of `threads` on the row). A row is whole warps (k_pad / 8 threads, k_pad a multiple of
+// 256), as the ballot there needs. Here the zeros cost no launch of their own (a memset
 // of the whole output was 1.3 us of moe_proj at 128 tokens: benchmarks/NOTES.md).
 struct RowPairs {
   int64_t first, last;
@@ -71,8 +71,17 @@ __device__ __forceinline__ void zero_row_pairs(const MmqArgs& a, int64_t r, bool
   zero_dropped_rows(lane_dropped, a.zero_slots, rp.first, rp.last, a.y, a.y_type, a.y_row_stride, a.n, t, threads);
 }
 
-// xp[r, j] = bf16(x[r, span(j) * 32 + mmq_span_source<kNibblePairs>(j mod 32)]), zero past K; one
-// thread per output pair (neighbours in x, or 16 apart in the nibble formats' pair order).
+// The prologues' grid: x over a row's threads (whole warps: a multiple of 32 per row), y over the
+// rows (each block stepping gridDim.y rows on past 65535), so that no thread divides by the row
+// length (a 64-bit division was most of a thread's instructions, benchmarks/NOTES.md).
+inline dim3 mmq_prologue_grid(int64_t rows, int64_t threads_per_row) {
+  const int64_t y = rows < 65535 ? rows : 65535;
+  return dim3(static_cast<unsigned>((threads_per_row + 255) / 256), static_cast<unsigned>(y > 0 ? y : 1));
+}
+
+// xp[r, j] = bf16(x[r, span(j) * 32 + mmq_span_source<kNibblePairs>(j mod 32)]), zero past K; eight
+// outputs per thread (one 16-byte store), each an element load (neighbours in x in pairs, or 16
+// apart in the nibble formats' pair order; x and its row stride carry no alignment promise).
 template <class Act, bool kNibblePairs>
 __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_t k_pad) {
   // A programmatic launch: the blocks start while the kernel before drains (the routing, or the
@@ -80,21 +89,29 @@ __global__ void __launch_bounds__(256) mmq_permute_activations(MmqArgs a, int64_
   // after it may start its blocks now, as it waits for this grid before any read.
   pdl_wait_for_primary();
   pdl_launch_dependents();
-  const int64_t pairs_per_row = k_pad / 2;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= a.m * pairs_per_row) return;
-  const int64_t r = i / pairs_per_row;
-  const int64_t j = 2 * (i - r * pairs_per_row);
-  const bool lane_dropped = row_lane_dropped(a, r);
-  const int64_t span = j & ~int64_t{31};
-  const int64_t src0 = span + mmq_span_source<kNibblePairs>(static_cast<int>(j & 31));
-  const int64_t src1 = span + mmq_span_source<kNibblePairs>(static_cast<int>(j & 31) + 1);
-  const Act* const x = static_cast<const Act*>(a.x) + r * a.x_row_stride;
-  // float, __nv_bfloat16 and __half all convert exactly
-  const float v0 = src0 < a.k ? static_cast<float>(x[src0]) : 0.0f;
-  const float v1 = src1 < a.k ? static_cast<float>(x[src1]) : 0.0f;
-  reinterpret_cast<__nv_bfloat162*>(a.workspace)[(r * k_pad + j) / 2] = __floats2bfloat162_rn(v0, v1);
-  zero_row_pairs(a, r, lane_dropped, j / 2, pairs_per_row);
+  const int64_t octets = k_pad / 8;  // threads per row: a multiple of 32
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= octets) return;  // whole warps
+  const int64_t j0 = 8 * c;
+  const int64_t span = j0 & ~int64_t{31};
+  const int q = static_cast<int>(j0 & 31);
+  for (int64_t r = blockIdx.y; r < a.m; r += gridDim.y) {
+    const bool lane_dropped = row_lane_dropped(a, r);
+    const Act* const x = static_cast<const Act*>(a.x) + r * a.x_row_stride;
+    uint32_t out[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int64_t src0 = span + mmq_span_source<kNibblePairs>(q + 2 * i);
+      const int64_t src1 = span + mmq_span_source<kNibblePairs>(q + 2 * i + 1);
+      // float, __nv_bfloat16 and __half all convert exactly
+      const float v0 = src0 < a.k ? static_cast<float>(x[src0]) : 0.0f;
+      const float v1 = src1 < a.k ? static_cast<float>(x[src1]) : 0.0f;
+      const __nv_bfloat162 pair = __floats2bfloat162_rn(v0, v1);
+      out[i] = reinterpret_cast<const uint32_t&>(pair);
+    }
+    reinterpret_cast<uint4*>(a.workspace)[(r * k_pad + j0) / 8] = make_uint4(out[0], out[1], out[2], out[3]);
+    zero_row_pairs(a, r, lane_dropped, c, octets);
+  }
 }
 
 // Keeps the compiler from moving accumulator registers while wgmma owns them.
@@ -117,29 +134,28 @@ template <class Act, I8Order kOrder>
 __global__ void __launch_bounds__(256) mmq_quantize_activations(MmqArgs a, int64_t k_pad) {
   pdl_wait_for_primary();  // as in mmq_permute_activations
   pdl_launch_dependents();
-  const int64_t groups = k_pad / 8;  // a multiple of 32: quads never straddle tokens
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool active = i < a.m * groups;
-  const int64_t token = active ? i / groups : 0;
-  const int64_t group = active ? i - token * groups : 0;
-  const bool lane_dropped = active && row_lane_dropped(a, token);
-  float v[8] = {};
-  if (active && group * 8 < a.k) {
-    // element loads: the C++ API promises no alignment of x or of its row stride
-    const Act* run = static_cast<const Act*>(a.x) + token * a.x_row_stride + 32 * (group >> 2);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = static_cast<float>(run[i8_element(kOrder, static_cast<int>(group & 3), j)]);
-  }
-  uint32_t q[2];
-  const float d = quantize8(v, q);  // every lane: the quad's amax comes by shuffles
-  if (!active) return;
-  uint8_t* const unit = a.workspace + (token * (k_pad / kMmqUnitElems) + group / 32) * kMmqInt8UnitBytes;
+  const int64_t groups = k_pad / 8;  // threads per row: a multiple of 32, so quads never straddle rows
+  const int64_t group = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (group >= groups) return;  // whole warps
   const int run = static_cast<int>((group >> 2) & 7), t = static_cast<int>(group & 3);
-  uint32_t* const codes = reinterpret_cast<uint32_t*>(unit + 32 * run);
-  codes[t] = q[0];
-  codes[4 + t] = q[1];
-  if (t == 0) reinterpret_cast<float*>(unit + kMmqUnitElems)[run] = d;
-  zero_row_pairs(a, token, lane_dropped, group, groups);
+  for (int64_t token = blockIdx.y; token < a.m; token += gridDim.y) {
+    const bool lane_dropped = row_lane_dropped(a, token);
+    float v[8] = {};
+    if (group * 8 < a.k) {
+      // element loads: the C++ API promises no alignment of x or of its row stride
+      const Act* src = static_cast<const Act*>(a.x) + token * a.x_row_stride + 32 * (group >> 2);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = static_cast<float>(src[i8_element(kOrder, t, j)]);
+    }
+    uint32_t q[2];
+    const float d = quantize8(v, q);  // every lane: the quad's amax comes by shuffles
+    uint8_t* const unit = a.workspace + (token * (k_pad / kMmqUnitElems) + group / 32) * kMmqInt8UnitBytes;
+    uint32_t* const codes = reinterpret_cast<uint32_t*>(unit + 32 * run);
+    codes[t] = q[0];
+    codes[4 + t] = q[1];
+    if (t == 0) reinterpret_cast<float*>(unit + kMmqUnitElems)[run] = d;
+    zero_row_pairs(a, token, lane_dropped, group, groups);
+  }
 }
 
 // What a block's mainloop reads, apart from the tiling: the weight rows (one expert's, for the
@@ -478,19 +494,19 @@ void visit_activation_type(FloatType type, F&& f) {
 // order of type Traits' bf16 decode.
 template <class Traits>
 void launch_mmq_permute(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
-  const unsigned blocks = static_cast<unsigned>((a.m * (k_pad / 2) + 255) / 256);
+  const dim3 grid = mmq_prologue_grid(a.m, k_pad / 8);
   visit_activation_type(a.x_type, [&](auto act) {
     launch_programmatic<&mmq_permute_activations<decltype(act), kMmqNibblePairs<Traits>>>(
-        blocks, 256, 0, stream, "mmq (activations)", a, k_pad);
+        grid, 256, 0, stream, "mmq (activations)", a, k_pad);
   });
 }
 
 // The int8 prologue over a.m rows of a.x into a.workspace (int8 units, mmq_tiling.h).
 template <class Traits>
 void launch_mmq_quantize(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
-  const unsigned blocks = static_cast<unsigned>((a.m * (k_pad / 8) + 255) / 256);
+  const dim3 grid = mmq_prologue_grid(a.m, k_pad / 8);
   visit_activation_type(a.x_type, [&](auto act) {
-    launch_programmatic<&mmq_quantize_activations<decltype(act), Traits::kI8Order>>(blocks, 256, 0, stream,
+    launch_programmatic<&mmq_quantize_activations<decltype(act), Traits::kI8Order>>(grid, 256, 0, stream,
                                                                                     "mmq (int8 activations)", a, k_pad);
   });
 }
