@@ -148,7 +148,7 @@ TEST(MmqPolicy, Int8ArithmeticTypesTilesAndWorkspace) {
   DeviceFacts hopper = h200;
   hopper.mmq = true;
   EXPECT_TRUE(moe_batched_int8(QuantType::IQ4_XS, 16, hopper));
-  EXPECT_FALSE(moe_batched_int8(QuantType::IQ4_XS, 48, hopper));  // the mma.sync kernel's block
+  EXPECT_FALSE(moe_batched_int8(QuantType::IQ4_XS, 48, hopper));  // a bf16 tile of the grouped kernel only
   EXPECT_FALSE(moe_batched_int8(QuantType::IQ4_XS, 64, hopper));
   EXPECT_FALSE(moe_batched_int8(QuantType::IQ4_XS, 16, h200));  // no sm_90a kernels
   MmqConfig c = select_mmq_config(QuantType::IQ4_XS, 32, 4096, 14336, h200, MmvqMath::kInt8);

@@ -157,8 +157,9 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   static_assert(kPairs || !kFewPairs, "the split for few items is the pairs modes'");
   constexpr LaneShape kShape = lane_kernel_shape<Traits, kTokens, kMode, kFewPairs>(kWords);
   constexpr LaneShape kWordsShape = lane_kernel_shape<Traits, kTokens, kMode, kFewPairs>(true);
-  static_assert(kShape.rows == kWordsShape.rows && kShape.team_warps == kWordsShape.team_warps,
-                "the grid (lane_grid, lane_pairs_grid) is planned for either kernel");
+  static_assert(kShape.rows == kWordsShape.rows && kShape.team_warps == kWordsShape.team_warps &&
+                    Tl::table_bytes(kShape) == Tl::table_bytes(kWordsShape),
+                "the grid (lane_grid, lane_pairs_grid) and its shared memory are planned for either kernel");
   static_assert(!kGated || kShape.rows % 2 == 0, "gated items: gate rows, then as many up rows");
   constexpr int kRows = kShape.rows, kTeamWarps = kShape.team_warps;
   static_assert(
