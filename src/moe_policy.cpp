@@ -57,10 +57,8 @@ int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device) {
 bool moe_batched_int8(QuantType t, int block_size, const DeviceFacts& device) {
   weight_type_info(static_cast<int64_t>(t), "qtype");
   const bool grouped = device.mmq && cuda_detail::visit_grouped_token_tile(block_size, [](auto) {});
-  // the int8 path's own tiles (not 48, a bf16 tile), whatever the tuning rows allow
-  const bool int8_tile =
-      cuda_detail::visit_token_tile(block_size, [](auto) {}) && block_size <= cuda_detail::kMmqInt8MaxTile;
-  return grouped && int8_tile && mmq_int8_by_default(t, block_size);
+  // the int8 path's own tiles, whatever the tuning rows allow
+  return grouped && cuda_detail::mmq_int8_token_tile(block_size) && mmq_int8_by_default(t, block_size);
 }
 
 bool moe_vec_int8(QuantType t) {

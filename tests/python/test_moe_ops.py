@@ -98,7 +98,7 @@ PROJ_CASES = [
     (QuantType.IQ4_NL, 32 * 5, 96),
     (QuantType.MXFP8_E4M3, 32 * 7, 40),
     (QuantType.MXFP4_SPLIT, 64, 66),
-    (QuantType.IQ4_XS, 256 * 2, 256),  # whole 128-row tiles: the grouped epilogue's vector stores
+    (QuantType.IQ4_XS, 256 * 2, 256),  # whole 128-row tiles of the grouped kernel, no N tail
 ]
 
 

@@ -127,12 +127,18 @@ bool visit_grouped_token_tile(int tokens, F&& f) {
   return visit_token_tile(tokens, f);
 }
 
+// Whether the int8 path has a token tile of `tokens` (MMQ's tiles up to kMmqInt8MaxTile; not the
+// grouped kernel's 48, a bf16 tile).
+inline bool mmq_int8_token_tile(int tokens) {
+  return tokens <= kMmqInt8MaxTile && visit_token_tile(tokens, [](auto) {});
+}
+
 // f(std::integral_constant<int, T>{}) for the tile of the int8 path (type Traits) with
 // T == tokens; false (f not called) where the type has no int8 path or the tile none.
 template <class Traits, class F>
 bool visit_int8_token_tile(int tokens, F&& f) {
   if constexpr (mmq_int8_form<Traits>()) {
-    return tokens <= kMmqInt8MaxTile && visit_token_tile(tokens, [&](auto tile) {
+    return mmq_int8_token_tile(tokens) && visit_token_tile(tokens, [&](auto tile) {
              if constexpr (tile() <= kMmqInt8MaxTile) f(tile);
            });
   } else {

@@ -253,9 +253,7 @@ void moe_batched(const MoeProjection& proj, const MoeRouting& routing, cudaStrea
                    (proj.math == MmvqMath::kAuto && moe_batched_int8(proj.type, routing.block_size, device_facts()));
   // a device fact and the block size, not the workspace (which is 0 without pairs)
   const bool grouped = grouped_mmq_runs(routing.block_size);
-  const bool int8_tile = cuda_detail::visit_token_tile(routing.block_size, [](auto) {}) &&
-                         routing.block_size <= cuda_detail::kMmqInt8MaxTile;  // not 48: a bf16 tile only
-  LOWBIT_CHECK(!a.batched_int8 || (grouped && int8_tile),
+  LOWBIT_CHECK(!a.batched_int8 || (grouped && cuda_detail::mmq_int8_token_tile(routing.block_size)),
                "math (proj.math): int8 runs on the grouped MMQ kernel (sm_90a) with routing blocks of 16, 32 or 64; ",
                "got ", routing.block_size, grouped ? "" : " on a device without it");
   if (proj.pairs == 0) return;
