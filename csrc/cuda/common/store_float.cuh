@@ -36,4 +36,20 @@ __device__ __forceinline__ void store_float_as(void* y, FloatType type, int64_t 
     static_cast<float*>(y)[i] = v;
 }
 
+// v.x .. v.w written as y[i] .. y[i + 3] in a type named at run time, one vector store: i a multiple
+// of 4 and y aligned to four elements.
+__device__ __forceinline__ void store_float4_as(void* y, FloatType type, int64_t i, float4 v) {
+  if (type == FloatType::F32) {
+    reinterpret_cast<float4*>(static_cast<float*>(y) + i)[0] = v;
+  } else if (type == FloatType::BF16) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+    reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(y) + i)[0] =
+        make_uint2(reinterpret_cast<const uint32_t&>(lo), reinterpret_cast<const uint32_t&>(hi));
+  } else {
+    const __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
+    reinterpret_cast<uint2*>(static_cast<__half*>(y) + i)[0] =
+        make_uint2(reinterpret_cast<const uint32_t&>(lo), reinterpret_cast<const uint32_t&>(hi));
+  }
+}
+
 }  // namespace lowbit::cuda_detail

@@ -34,6 +34,12 @@ struct MmqGroupedTiling {
   static constexpr int kSmemBytes = Tl::kSmemBytes + kTableBytes;
   static_assert(kSmemBytes <= (Tl::kTwoBlocks ? 113 : 227) * 1024, "the row tables fit beside the dense ring");
   static constexpr int kOutputsPerBlock = kGated ? Tl::kRows / 2 : Tl::kRows;
+  // The epilogue's tile of results, [kTokens][kTileStride] floats over the ring (free after the
+  // mainloop): 4 floats of padding put a warp's 32 stores of one accumulator in 32 banks.
+  static constexpr int kTileStride = kOutputsPerBlock + 4;
+  static_assert(kTokens * kTileStride * 4 <= Tl::kStages * Tl::kStageBytes, "the result tile fits the ring");
+  static constexpr int kLanesPerRow = kOutputsPerBlock / 4;  // four outputs per lane
+  static_assert(32 % kLanesPerRow == 0, "a warp writes whole rows");
 };
 
 template <class Traits, int kTokens, bool kGated, bool kInt8>
@@ -73,29 +79,49 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8, true>::
   const int64_t out0 = static_cast<int64_t>(blockIdx.y) * Gt::kOutputsPerBlock + (kGated ? 8 : 16) * warp;
   src.rows = kGated ? TileRows{out0, a.n + out0, a.n, 2 * a.n} : TileRows::dense(out0, a.n);
   const auto act_row = [&](int r) -> int64_t { return x_rows[r]; };
-  // The pairs of this thread's output columns 8 (j / 2) + 2 t + j % 2, read before the mainloop:
-  // read from shared memory after it, they made ptxas serialize every wgmma of the bf16 path for
-  // IQ2_XS, IQ3_XXS, IQ3_S and IQ2_S (a wait after each, C7515), the dense kernel being unaffected.
-  int32_t column_pairs[kTokens / 4];
-#pragma unroll
-  for (int j = 0; j < kTokens / 4; ++j) column_pairs[j] = pair_of[8 * (j >> 1) + 2 * t + (j & 1)];
   float acc[kTokens / 2];
   mmq_mainloop<Traits, kTokens, kGated, kInt8, true>(src, act_row, xp, k_pad, 0,
                                                      static_cast<int>(k_pad / kMmqUnitElems), smem, acc);
 
+  // The results leave through shared memory: each thread's accumulators land in the tile (token
+  // column, output), then a warp writes whole runs of a pair's outputs, four per lane in one
+  // store. In the accumulators' own layout each store instruction wrote 2-4 bytes to four pairs'
+  // rows, 12-13% of the kernel's warp samples at T=512 (benchmarks/NOTES.md). Storing every
+  // accumulator first, with no branch on the pairs, also keeps ptxas from serializing the wgmma
+  // (C7515: the pairs read from shared memory and tested before the stores did, 15e5390).
+  __syncthreads();  // every warp's wgmma has read the ring
+  float* const tile = reinterpret_cast<float*>(smem + Gt::Tl::kCodebookBytes);
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) {
-    const int64_t pair = column_pairs[2 * (i >> 2) + (i & 1)];  // column 8 (i / 4) + 2 t + i % 2
+    const int c = 8 * (i >> 2) + 2 * t + (i & 1);  // accumulator i's token column
     if constexpr (kGated) {
       if (i & 2) continue;  // the up sum of accumulator i - 2
-      const int64_t j = out0 + g;
-      if (pair < 0 || j >= a.n) continue;
-      const __nv_bfloat16 v = __float2bfloat16_rn(moe_activate(a.activation, acc[i]) * acc[i + 2]);
-      static_cast<__nv_bfloat16*>(a.out)[pair * a.out_row_stride + j] = v;
+      tile[c * Gt::kTileStride + 8 * warp + g] = moe_activate(a.activation, acc[i]) * acc[i + 2];
     } else {
-      const int64_t n = out0 + g + 8 * ((i >> 1) & 1);
-      if (pair < 0 || n >= a.n) continue;
-      store_float_as(a.out, a.out_type, pair * a.out_row_stride + n, acc[i]);
+      tile[c * Gt::kTileStride + 16 * warp + g + 8 * ((i >> 1) & 1)] = acc[i];
+    }
+  }
+  __syncthreads();
+  const int64_t nb = static_cast<int64_t>(blockIdx.y) * Gt::kOutputsPerBlock;
+  const FloatType type = kGated ? FloatType::BF16 : a.out_type;
+  const uintptr_t vector_bytes = (type == FloatType::F32 ? 4 : 2) * 4;
+  // one vector store per lane where the block's outputs all exist and every row keeps its alignment
+  const bool vectors = nb + Gt::kOutputsPerBlock <= a.n && reinterpret_cast<uintptr_t>(a.out) % vector_bytes == 0 &&
+                       a.out_row_stride % 4 == 0;
+  constexpr int kRowsPerPass = 32 / Gt::kLanesPerRow;
+  const int q = lane % Gt::kLanesPerRow;
+  for (int c = warp * kRowsPerPass + lane / Gt::kLanesPerRow; c < kTokens; c += 8 * kRowsPerPass) {
+    const int32_t pair = pair_of[c];
+    if (pair < 0) continue;  // padding, or a pair the routing dropped
+    const float4 v = reinterpret_cast<const float4*>(tile + c * Gt::kTileStride)[q];
+    const int64_t j = nb + 4 * q, at = pair * a.out_row_stride + j;
+    if (vectors) {
+      store_float4_as(a.out, type, at, v);
+    } else {
+      const float vs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (j + e < a.n) store_float_as(a.out, type, at + e, vs[e]);
     }
   }
 }

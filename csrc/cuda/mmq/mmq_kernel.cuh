@@ -466,6 +466,10 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlock
 // y[m, n] = the splits' partial sums (after the activations' act_bytes) added in split order.
 template <class Out>
 __global__ void __launch_bounds__(256) mmq_reduce_splits(MmqArgs a, int64_t act_bytes, int splits) {
+  // A programmatic launch after the tiles: its blocks take the multiprocessors the tiles' last wave
+  // frees and wait here for the partial sums (every block, before any read or write).
+  pdl_wait_for_primary();
+  pdl_launch_dependents();
   const float* partial = reinterpret_cast<const float*>(a.workspace + act_bytes);
   const int64_t total = a.m * a.n;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
@@ -546,12 +550,14 @@ void launch_mmq(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
     const int64_t act_bytes = mmq_activation_bytes(a.m, c.k_pad, c.int8);
     const unsigned rblocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 65535 * 16));
     if (a.y_type == FloatType::F32)
-      mmq_reduce_splits<float><<<rblocks, 256, 0, stream>>>(a, act_bytes, c.splits);
+      launch_programmatic<&mmq_reduce_splits<float>>(rblocks, 256, 0, stream, "mmq (split sums)", a, act_bytes,
+                                                     c.splits);
     else if (a.y_type == FloatType::BF16)
-      mmq_reduce_splits<__nv_bfloat16><<<rblocks, 256, 0, stream>>>(a, act_bytes, c.splits);
+      launch_programmatic<&mmq_reduce_splits<__nv_bfloat16>>(rblocks, 256, 0, stream, "mmq (split sums)", a, act_bytes,
+                                                             c.splits);
     else
-      mmq_reduce_splits<__half><<<rblocks, 256, 0, stream>>>(a, act_bytes, c.splits);
-    check_launch("mmq (split sums)");
+      launch_programmatic<&mmq_reduce_splits<__half>>(rblocks, 256, 0, stream, "mmq (split sums)", a, act_bytes,
+                                                      c.splits);
   }
 }
 
