@@ -63,12 +63,25 @@ def warm_and_capture(call: Callable[[int], object], calls: int) -> torch.cuda.CU
     return graph
 
 
+# Replays before the timed ones, at least this long: a long GEMM (M = 8192: 1.2 ms a call) runs the
+# H200 at its power limit, where the clock settles over tens of milliseconds; three replays left a
+# kernel timed on the clock its predecessor left (auto 1.07-1.16x the same dequantize + GEMM timed
+# just before it, equal after an idle pause: benchmarks/NOTES.md, step 2026-12-03 (3fece8c..)).
+WARM_MS = 100.0
+
+
 def time_calls(call: Callable[[int], object], calls: int, iters: int) -> tuple[float, float]:
-    """(graph-replay median, plain-launch median) per call, in microseconds."""
+    """(graph-replay median, plain-launch median) per call, in microseconds, after WARM_MS of replays."""
     graph = warm_and_capture(call, calls)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(3):
+    warmed, replays = 0.0, 0
+    while replays < 3 or warmed < WARM_MS:
+        start.record()
         graph.replay()
+        end.record()
+        end.synchronize()
+        warmed += start.elapsed_time(end)
+        replays += 1
     replay = []
     for _ in range(iters):
         start.record()
