@@ -5,7 +5,8 @@ For every weight type and M: lowbit's MMVQ beside dequantize + torch.matmul (bf1
 on the pre-dequantized bf16 weight (the cuBLAS ceiling), and lowbit's dequantize to bf16, all in
 one process on the same shapes. Weights rotate through >= 256 MB so L2 (60 MB) cannot hold them;
 activations are fresh random bf16. Times are medians of CUDA-graph replays (each graph holds
-`--calls` launches over the rotating buffers; the plain-launch median is in `plain_us`). Every
+`--calls` launches over the rotating buffers, timed after WARM_MS of its replays; the plain-launch
+median is in `plain_us`). Every
 timed output is checked against a float64 reference (rel_err).
 
 Usage: python benchmarks/bench_dense.py --out DIR [--types iq2_xxs,...] [--m 1,2,4,8,16]

@@ -3,7 +3,8 @@
 dequantize + torch.matmul (bf16), torch.matmul on the pre-dequantized bf16 weight (cuBLAS) and
 `auto` (what lowbit.linear picks), same process, same shapes, weights rotating through >= 288 MB,
 fresh random bf16 activations, every timed output checked against float64 (rel_err). Times are
-medians of CUDA-graph replays (`plain_us`: plain launches), the faster of two rounds timed in
+medians of CUDA-graph replays (`plain_us`: plain launches) after 100 ms of the same replays (the
+clock of a kernel's own steady state, bench_dense.WARM_MS), the faster of two rounds timed in
 alternating order. Writes mmq-<date>-<commit>.csv and a
 summary against the issue's targets and ggml's MMQ (ANCHORS.md).
 
