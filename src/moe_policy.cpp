@@ -56,9 +56,8 @@ int moe_block_size(int64_t pairs, int64_t experts, const DeviceFacts& device) {
 
 bool moe_batched_int8(QuantType t, int block_size, const DeviceFacts& device) {
   weight_type_info(static_cast<int64_t>(t), "qtype");
-  const bool grouped = device.mmq && cuda_detail::visit_grouped_token_tile(block_size, [](auto) {});
-  // the int8 path's own tiles, whatever the tuning rows allow
-  return grouped && cuda_detail::mmq_int8_token_tile(block_size) && mmq_int8_by_default(t, block_size);
+  // the grouped kernel's int8 path and its own tiles (not 48), whatever the tuning rows allow
+  return device.mmq && cuda_detail::mmq_int8_token_tile(block_size) && mmq_int8_by_default(t, block_size);
 }
 
 bool moe_vec_int8(QuantType t) {
