@@ -202,11 +202,11 @@ for step in "${steps[@]}"; do
       done ;;
     ncu-routing)
       # the one-block routing kernel of moe_batched's moe_align at NCU_M tokens (iq4_xs moe_proj,
-      # top-8), sampled every 32 cycles (--sampling-interval 0): the kernel is a few microseconds
+      # top-8), sampled every 32 cycles (--warp-sampling-interval 0): the kernel is a few microseconds
       # on one SM, too short for the default interval to place its cycles on SASS lines
       for m in ${NCU_M:-128 512}; do
         rep="$OUT/ncu-routing-t$m"
-        ncu --clock-control none -k regex:routing_one_block --launch-skip 4 --launch-count 1 --sampling-interval 0 \
+        ncu --clock-control none -k regex:routing_one_block --launch-skip 4 --launch-count 1 --warp-sampling-interval 0 \
           --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section SourceCounters -o "$rep" -f \
           python3 benchmarks/profile_moe.py --types iq4_xs --tokens "$m" --ops moe_proj --kernels moe_batched \
           > "$rep.log" 2>&1
