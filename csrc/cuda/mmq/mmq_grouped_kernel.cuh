@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8, true>::
   // The results leave through shared memory: each thread's accumulators land in the tile (token
   // column, output), then a warp writes whole runs of a pair's outputs, four per lane in one
   // store. In the accumulators' own layout each store instruction wrote 2-4 bytes to four pairs'
-  // rows, a tenth of the kernel's time at 512 tokens (benchmarks/NOTES.md). Storing every
+  // rows: a large share of the kernel at 512 tokens (benchmarks/NOTES.md). Storing every
   // accumulator first, with no branch on the pairs, also keeps ptxas from serializing the wgmma
   // (C7515: the pairs read from shared memory and tested before the stores did, 15e5390).
   __syncthreads();  // every warp's wgmma has read the ring
