@@ -18,8 +18,9 @@ LOWBIT_HD constexpr int mmq_permuted_source(int j) {
 // The nibble formats decoded by pairs (IQ4_NL, IQ4_XS): a 32-weight run is 16 code bytes, byte j
 // holding weight j (low nibble) and weight j + 16 (high nibble). One shared-memory lookup turns a
 // byte into both weights as a bf16 pair, one A-fragment register, where the nibble-by-nibble decode
-// takes about three times the instructions (benchmarks/NOTES.md). Lane t takes bytes 4t .. 4t + 3,
-// so decoded position 8t + 2i + h is weight 4t + i + 16h.
+// takes about three times the instructions (benchmarks/NOTES.md); where the table has one copy,
+// half of the bytes take byte_perm lookups in registers instead (nibble_pairs_from_bytes, below).
+// Lane t takes bytes 4t .. 4t + 3, so decoded position 8t + 2i + h is weight 4t + i + 16h.
 LOWBIT_HD constexpr int nibble_pair_source(int d) {
   return 4 * (d >> 3) + ((d & 7) >> 1) + 16 * (d & 1);
 }
@@ -33,6 +34,50 @@ inline constexpr bool kMmqNibblePairs = Traits::kType == QuantType::IQ4_NL || Tr
 inline constexpr int kNibblePairTableBytes = 256 * 4;
 // Copies of the pair table where a block has the shared memory for one per lane (mmq_tiling.h).
 inline constexpr int kNibblePairCopies = 32;
+
+// bf16 bits of an integer of magnitude below 256 (exact: at most eight significant bits).
+constexpr uint32_t bf16_of_small_int(int v) {
+  if (v == 0) return 0;
+  const uint32_t m = static_cast<uint32_t>(v < 0 ? -v : v);
+  int e = 0;
+  while ((m >> (e + 1)) != 0) ++e;  // m = 2^e (1 + f), f in 7 bits
+  const uint32_t f = (m << (7 - e)) & 0x7Fu;
+  return (v < 0 ? 0x8000u : 0u) | ((127u + static_cast<uint32_t>(e)) << 7) | f;
+}
+static_assert(bf16_of_small_int(1) == 0x3F80u && bf16_of_small_int(-127) == 0xC2FEu &&
+                  bf16_of_small_int(113) == 0x42E2u && bf16_of_small_int(-10) == 0xC120u,
+              "bf16 of small integers");
+
+// The IQ4 codebook's bf16 values as byte tables for byte_perm lookups: word i of the low bytes
+// (high: the high bytes) of entries 4i .. 4i + 3.
+constexpr uint32_t iq4_bf16_byte_word(bool high, int i) {
+  uint32_t w = 0;
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t bits = bf16_of_small_int(static_cast<int8_t>(codebook::kKvaluesIq4nl[4 * i + j]));
+    w |= ((high ? bits >> 8 : bits) & 0xFFu) << (8 * j);
+  }
+  return w;
+}
+
+// The pairs of code bytes 0 .. kBytes - 1 (word i: bf16 of the low nibble's value, then the high
+// nibble's) from the byte tables (lo, hi: iq4_bf16_byte_word): each nibble looks its low and high
+// bf16 byte up in entries 0..7 and 8..15, and bit 3 of the nibble picks one, as nibble_lookup_i8
+// does; the pair is then interleaved from the two bytes of each nibble.
+template <int kBytes>
+LOWBIT_HD void nibble_pairs_from_bytes(uint32_t codes, const uint32_t (&lo)[4], const uint32_t (&hi)[4],
+                                       uint32_t* pairs) {
+  static_assert(kBytes == 2 || kBytes == 4, "whole halves of the word");
+  const uint32_t sel = codes & 0x77777777u;
+  const uint32_t pick = ((codes >> 1) & 0x44444444u) | 0x32103210u;  // byte i of the low lookup, or i + 4
+  LOWBIT_UNROLL
+  for (int h = 0; h < kBytes / 2; ++h) {
+    const uint32_t s = h ? high_half(sel) : sel, p = h ? high_half(pick) : pick;
+    const uint32_t l = byte_perm(byte_perm(lo[0], lo[1], s), byte_perm(lo[2], lo[3], s), p);
+    const uint32_t u = byte_perm(byte_perm(hi[0], hi[1], s), byte_perm(hi[2], hi[3], s), p);
+    pairs[2 * h] = byte_perm(l, u, 0x5140u);  // nibbles 0 and 1 of the half, low byte then high byte each
+    pairs[2 * h + 1] = byte_perm(l, u, 0x7362u);
+  }
+}
 
 // The weight of its span that position j of the bf16 activations holds.
 template <bool kNibblePairs>

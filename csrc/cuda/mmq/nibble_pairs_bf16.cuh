@@ -1,5 +1,6 @@
 // MMQ's bf16 decode of the nibble formats by pairs (mmq_k_order.h): the table each block builds
-// beside the ring, and the decode of one lane's four code bytes of a run.
+// beside the ring, the same pairs from byte_perm lookups in registers, and the decode of one
+// lane's four code bytes of a run.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,15 +30,37 @@ __device__ __forceinline__ const uint32_t* build_nibble_pair_table(uint8_t* shar
   return table;
 }
 
+// Writable for the reason kKvaluesIq4nlDevice is (device_codebooks.cuh): loaded once, the words
+// stay in vector registers. Nothing writes them.
+static __device__ __align__(16) uint32_t kIq4Bf16BytesDevice[8] = {
+    iq4_bf16_byte_word(false, 0), iq4_bf16_byte_word(false, 1), iq4_bf16_byte_word(false, 2),
+    iq4_bf16_byte_word(false, 3), iq4_bf16_byte_word(true, 0),  iq4_bf16_byte_word(true, 1),
+    iq4_bf16_byte_word(true, 2),  iq4_bf16_byte_word(true, 3)};
+
+// The byte tables in registers (lo: low bytes, hi: high bytes of the bf16 values).
+struct NibblePairBytes {
+  uint32_t lo[4], hi[4];
+};
+__device__ __forceinline__ NibblePairBytes load_nibble_pair_bytes() {
+  const uint4 lo = reinterpret_cast<const uint4*>(kIq4Bf16BytesDevice)[0];
+  const uint4 hi = reinterpret_cast<const uint4*>(kIq4Bf16BytesDevice)[1];
+  return {{lo.x, lo.y, lo.z, lo.w}, {hi.x, hi.y, hi.z, hi.w}};
+}
+
 // Four code bytes of a run (byte i: weights 4t + i and 4t + i + 16) -> the A-fragment words of
 // decoded positions 8t .. 8t + 7, word i the pair of byte i times bf16(scale) (scale_bf16_pairs).
-// `lane`: this thread's lane (read with a table per lane).
-template <int kCopies>
-__device__ __forceinline__ void decode_nibble_pairs(uint32_t codes, float scale, const uint32_t* table, uint32_t lane,
-                                                    uint32_t (&out)[4]) {
+// Bytes 0 .. kRegisterBytes - 1 are looked up in registers (`bytes`, nibble_pairs_from_bytes): no
+// shared memory, at about six instructions per byte where the table takes an address and a load
+// that meets bank conflicts (benchmarks/NOTES.md). The other bytes read the pair table; `lane`:
+// this thread's lane (read with a table per lane).
+template <int kCopies, int kRegisterBytes>
+__device__ __forceinline__ void decode_nibble_pairs(uint32_t codes, float scale, const uint32_t* table,
+                                                    const NibblePairBytes& bytes, uint32_t lane, uint32_t (&out)[4]) {
+  static_assert(kRegisterBytes == 0 || kRegisterBytes == 2 || kRegisterBytes == 4, "whole halves of the word");
   uint32_t pairs[4];
+  if constexpr (kRegisterBytes > 0) nibble_pairs_from_bytes<kRegisterBytes>(codes, bytes.lo, bytes.hi, pairs);
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
+  for (int i = kRegisterBytes; i < 4; ++i) {
     if constexpr (kCopies == 1) {
       pairs[i] = table[(codes >> (8 * i)) & 0xFFu];
     } else {
