@@ -18,8 +18,8 @@ LOWBIT_HD constexpr int mmq_permuted_source(int j) {
 // The nibble formats decoded by pairs (IQ4_NL, IQ4_XS): a 32-weight run is 16 code bytes, byte j
 // holding weight j (low nibble) and weight j + 16 (high nibble). One shared-memory lookup turns a
 // byte into both weights as a bf16 pair, one A-fragment register, where the nibble-by-nibble decode
-// takes about three times the instructions (benchmarks/NOTES.md); where the table has one copy,
-// half of the bytes take byte_perm lookups in registers instead (nibble_pairs_from_bytes, below).
+// takes about three times the instructions (benchmarks/NOTES.md); in the grouped 48-token tile,
+// half of the bytes take byte_perm lookups in registers instead (nibble_pairs_from_tables, below).
 // Lane t takes bytes 4t .. 4t + 3, so decoded position 8t + 2i + h is weight 4t + i + 16h.
 LOWBIT_HD constexpr int nibble_pair_source(int d) {
   return 4 * (d >> 3) + ((d & 7) >> 1) + 16 * (d & 1);
@@ -59,24 +59,20 @@ constexpr uint32_t iq4_bf16_byte_word(bool high, int i) {
   return w;
 }
 
-// The pairs of code bytes 0 .. kBytes - 1 (word i: bf16 of the low nibble's value, then the high
+// The pairs of code bytes 0 and 1 (word i: bf16 of byte i's low nibble's value, then its high
 // nibble's) from the byte tables (lo, hi: iq4_bf16_byte_word): each nibble looks its low and high
 // bf16 byte up in entries 0..7 and 8..15, and bit 3 of the nibble picks one, as nibble_lookup_i8
-// does; the pair is then interleaved from the two bytes of each nibble.
-template <int kBytes>
-LOWBIT_HD void nibble_pairs_from_bytes(uint32_t codes, const uint32_t (&lo)[4], const uint32_t (&hi)[4],
-                                       uint32_t* pairs) {
-  static_assert(kBytes == 2 || kBytes == 4, "whole halves of the word");
+// does; each pair is then interleaved from its two nibbles' bytes. prmt reads the low 16 bits of a
+// selector (the two bytes' four nibbles); the word-wide masks are the form timed (16-bit ones
+// compile to other code).
+LOWBIT_HD void nibble_pairs_from_tables(uint32_t codes, const uint32_t (&lo)[4], const uint32_t (&hi)[4],
+                                        uint32_t (&pairs)[2]) {
   const uint32_t sel = codes & 0x77777777u;
-  const uint32_t pick = ((codes >> 1) & 0x44444444u) | 0x32103210u;  // byte i of the low lookup, or i + 4
-  LOWBIT_UNROLL
-  for (int h = 0; h < kBytes / 2; ++h) {
-    const uint32_t s = h ? high_half(sel) : sel, p = h ? high_half(pick) : pick;
-    const uint32_t l = byte_perm(byte_perm(lo[0], lo[1], s), byte_perm(lo[2], lo[3], s), p);
-    const uint32_t u = byte_perm(byte_perm(hi[0], hi[1], s), byte_perm(hi[2], hi[3], s), p);
-    pairs[2 * h] = byte_perm(l, u, 0x5140u);  // nibbles 0 and 1 of the half, low byte then high byte each
-    pairs[2 * h + 1] = byte_perm(l, u, 0x7362u);
-  }
+  const uint32_t pick = ((codes >> 1) & 0x44444444u) | 0x32103210u;  // byte i of the entries 0..7 lookup, or i + 4
+  const uint32_t l = byte_perm(byte_perm(lo[0], lo[1], sel), byte_perm(lo[2], lo[3], sel), pick);
+  const uint32_t u = byte_perm(byte_perm(hi[0], hi[1], sel), byte_perm(hi[2], hi[3], sel), pick);
+  pairs[0] = byte_perm(l, u, 0x5140u);  // nibbles 0 and 1: low byte, then high byte of each
+  pairs[1] = byte_perm(l, u, 0x7362u);
 }
 
 // The weight of its span that position j of the bf16 activations holds.

@@ -198,8 +198,8 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     pair_table = build_nibble_pair_table<Tl::kPairCopies>(smem + codebook_bytes(Traits::kCodebook));
   };
   if constexpr (Tl::kNibblePairs && Tl::kPairCopies == 1) build_pair_table();
-  NibblePairBytes pair_bytes{};
-  if constexpr (Tl::kPairRegisterBytes > 0) pair_bytes = load_nibble_pair_bytes();
+  NibbleByteTables byte_tables{};
+  if constexpr (Tl::kPairLowHalfInRegisters) byte_tables = load_nibble_byte_tables();
   const uint32_t* grid_bf16 = nullptr;  // likewise
   if constexpr (Tl::kGridTables) grid_bf16 = build_grid_bf16<Traits>(smem);
 
@@ -318,12 +318,12 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
                            b_hi = block_ref(hi, hi_exists, row_hi, k0, s);
             if constexpr (Tl::kNibblePairs) {
               const int scale_index = Rows::kBlocksPerUnit == 1 ? s : 0;
-              decode_nibble_pairs<Tl::kPairCopies, Tl::kPairRegisterBytes>(Traits::code_word(b_lo, group),
-                                                                           Traits::scale_i8(b_lo, scale_index),
-                                                                           pair_table, pair_bytes, lane, wlo);
-              decode_nibble_pairs<Tl::kPairCopies, Tl::kPairRegisterBytes>(Traits::code_word(b_hi, group),
-                                                                           Traits::scale_i8(b_hi, scale_index),
-                                                                           pair_table, pair_bytes, lane, whi);
+              decode_nibble_pairs<Tl::kPairCopies, Tl::kPairLowHalfInRegisters>(Traits::code_word(b_lo, group),
+                                                                                Traits::scale_i8(b_lo, scale_index),
+                                                                                pair_table, byte_tables, lane, wlo);
+              decode_nibble_pairs<Tl::kPairCopies, Tl::kPairLowHalfInRegisters>(Traits::code_word(b_hi, group),
+                                                                                Traits::scale_i8(b_hi, scale_index),
+                                                                                pair_table, byte_tables, lane, whi);
             } else if constexpr (Tl::kGridTables) {
               decode_grid_bf16<Traits>(Traits::grid_codes(b_lo, group), grid_bf16, wlo);
               decode_grid_bf16<Traits>(Traits::grid_codes(b_hi, group), grid_bf16, whi);

@@ -38,10 +38,10 @@ static __device__ __align__(16) uint32_t kIq4Bf16BytesDevice[8] = {
     iq4_bf16_byte_word(true, 2),  iq4_bf16_byte_word(true, 3)};
 
 // The byte tables in registers (lo: low bytes, hi: high bytes of the bf16 values).
-struct NibblePairBytes {
+struct NibbleByteTables {
   uint32_t lo[4], hi[4];
 };
-__device__ __forceinline__ NibblePairBytes load_nibble_pair_bytes() {
+__device__ __forceinline__ NibbleByteTables load_nibble_byte_tables() {
   const uint4 lo = reinterpret_cast<const uint4*>(kIq4Bf16BytesDevice)[0];
   const uint4 hi = reinterpret_cast<const uint4*>(kIq4Bf16BytesDevice)[1];
   return {{lo.x, lo.y, lo.z, lo.w}, {hi.x, hi.y, hi.z, hi.w}};
@@ -49,18 +49,22 @@ __device__ __forceinline__ NibblePairBytes load_nibble_pair_bytes() {
 
 // Four code bytes of a run (byte i: weights 4t + i and 4t + i + 16) -> the A-fragment words of
 // decoded positions 8t .. 8t + 7, word i the pair of byte i times bf16(scale) (scale_bf16_pairs).
-// Bytes 0 .. kRegisterBytes - 1 are looked up in registers (`bytes`, nibble_pairs_from_bytes): no
-// shared memory, at about six instructions per byte where the table takes an address and a load
-// that meets bank conflicts (benchmarks/NOTES.md). The other bytes read the pair table; `lane`:
-// this thread's lane (read with a table per lane).
-template <int kCopies, int kRegisterBytes>
+// With kLowHalfInRegisters, bytes 0 and 1 take byte_perm lookups in `tables`
+// (nibble_pairs_from_tables): four byte_perms per byte and its share of the selector arithmetic,
+// where the table takes an address and a load that meets bank conflicts with one copy. The other
+// bytes read the pair table; `lane`: this thread's lane (read with a table per lane).
+template <int kCopies, bool kLowHalfInRegisters>
 __device__ __forceinline__ void decode_nibble_pairs(uint32_t codes, float scale, const uint32_t* table,
-                                                    const NibblePairBytes& bytes, uint32_t lane, uint32_t (&out)[4]) {
-  static_assert(kRegisterBytes == 0 || kRegisterBytes == 2 || kRegisterBytes == 4, "whole halves of the word");
+                                                    const NibbleByteTables& tables, uint32_t lane, uint32_t (&out)[4]) {
   uint32_t pairs[4];
-  if constexpr (kRegisterBytes > 0) nibble_pairs_from_bytes<kRegisterBytes>(codes, bytes.lo, bytes.hi, pairs);
+  constexpr int kFirstFromTable = kLowHalfInRegisters ? 2 : 0;
+  if constexpr (kLowHalfInRegisters) {
+    uint32_t low[2];
+    nibble_pairs_from_tables(codes, tables.lo, tables.hi, low);
+    pairs[0] = low[0], pairs[1] = low[1];
+  }
 #pragma unroll
-  for (int i = kRegisterBytes; i < 4; ++i) {
+  for (int i = kFirstFromTable; i < 4; ++i) {
     if constexpr (kCopies == 1) {
       pairs[i] = table[(codes >> (8 * i)) & 0xFFu];
     } else {
