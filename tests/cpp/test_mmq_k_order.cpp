@@ -1,6 +1,6 @@
 // MMQ's IQ4 bf16 decode by pairs from byte tables in registers (csrc/cuda/mmq/mmq_k_order.h): every
-// code byte at every position of a word gives the pair the shared-memory table holds, the bf16
-// of its low nibble's codebook value, then its high nibble's.
+// code byte, at either of the two positions of a word that it decodes, gives the pair the
+// shared-memory table holds, the bf16 of its low nibble's codebook value, then its high nibble's.
 #include <gtest/gtest.h>
 
 #include <cstdint>
