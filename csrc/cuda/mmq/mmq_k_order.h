@@ -60,17 +60,13 @@ constexpr uint32_t iq4_bf16_byte_word(bool high, int i) {
 }
 
 // The pairs of code bytes 0 and 1 (word i: bf16 of byte i's low nibble's value, then its high
-// nibble's) from the byte tables (lo, hi: iq4_bf16_byte_word): each nibble looks its low and high
-// bf16 byte up in entries 0..7 and 8..15, and bit 3 of the nibble picks one, as nibble_lookup_i8
-// does; each pair is then interleaved from its two nibbles' bytes. prmt reads the low 16 bits of a
-// selector (the two bytes' four nibbles); the word-wide masks are the form timed (16-bit ones
-// compile to other code).
+// nibble's) from the byte tables (lo, hi: iq4_bf16_byte_word): the four nibbles of the two bytes
+// look up their low and their high bf16 bytes (nibble_lookup_i8's first word), then each pair is
+// interleaved from its two nibbles' bytes.
 LOWBIT_HD void nibble_pairs_from_tables(uint32_t codes, const uint32_t (&lo)[4], const uint32_t (&hi)[4],
                                         uint32_t (&pairs)[2]) {
-  const uint32_t sel = codes & 0x77777777u;
-  const uint32_t pick = ((codes >> 1) & 0x44444444u) | 0x32103210u;  // byte i of the entries 0..7 lookup, or i + 4
-  const uint32_t l = byte_perm(byte_perm(lo[0], lo[1], sel), byte_perm(lo[2], lo[3], sel), pick);
-  const uint32_t u = byte_perm(byte_perm(hi[0], hi[1], sel), byte_perm(hi[2], hi[3], sel), pick);
+  const uint32_t l = nibble_lookup_i8(codes, lo[0], lo[1], lo[2], lo[3]).q[0];
+  const uint32_t u = nibble_lookup_i8(codes, hi[0], hi[1], hi[2], hi[3]).q[0];
   pairs[0] = byte_perm(l, u, 0x5140u);  // nibbles 0 and 1: low byte, then high byte of each
   pairs[1] = byte_perm(l, u, 0x7362u);
 }

@@ -58,13 +58,10 @@ struct MmqTiling {
   // warp's 32 random lookups then meet no bank conflict (NOTES.md, the bound on the table's bank
   // conflicts). 32 KB: only a block alone on its multiprocessor has them.
   static constexpr int kPairCopies = kNibblePairs && !kTwoBlocks ? kNibblePairCopies : 1;
-  // With one copy, a warp's lookups meet bank conflicts (about 3.15 wavefronts each), so in the
-  // grouped 48-token tile (the one timed: moe_proj at 384 to 512 tokens) bytes 0 and 1 of each
-  // lane's word decode by byte_perm lookups in registers (nibble_pairs_bf16.cuh): 4-9% faster at
-  // 512 tokens; all four bytes lost to two, and the tiles with a copy per lane lost 2-14% with
-  // either. The other one-copy tiles keep the table: the 16-token ones untimed (IQ4's `auto` takes
-  // the int8 tiles there), the 64-token gated ones spilled 12-16 bytes with the lookups
-  // (benchmarks/NOTES.md, "the IQ4 pairs looked up in registers").
+  // With one copy, a warp's lookups meet bank conflicts, so in the grouped 48-token tile bytes 0
+  // and 1 of each lane's word decode by byte_perm lookups in registers (nibble_pairs_bf16.cuh).
+  // Only that tile was timed faster; tiles with a copy per lane lost with them, the 64-token gated
+  // ones spilled (benchmarks/NOTES.md, "the IQ4 pairs looked up in registers").
   static constexpr bool kPairLowHalfInRegisters = kNibblePairs && kPairCopies == 1 && kTokens == 48;
   static constexpr int kCodebookBytes = codebook_bytes_with(kPairCopies);
   static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack
