@@ -38,12 +38,12 @@ struct MmqGroupedTiling {
   // mainloop): 4 floats of padding put a warp's 32 stores of one accumulator in 32 banks.
   static constexpr int kTileStride = kOutputsPerBlock + 4;
   static_assert(kTokens * kTileStride * 4 <= Tl::kStages * Tl::kStageBytes, "the result tile fits the ring");
-  static constexpr int kLanesPerRow = kOutputsPerBlock / 4;  // four outputs per lane
-  static_assert(32 % kLanesPerRow == 0, "a warp writes whole rows");
+  static constexpr int kVectorsPerRow = kOutputsPerBlock / 4;  // four outputs per thread and store
 };
 
 template <class Traits, int kTokens, bool kGated, bool kInt8>
-__global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8, true>::kBlocksPerSm)
+__global__ void __launch_bounds__(MmqTiling<Traits, kTokens, kInt8, true>::kThreads,
+                                  MmqTiling<Traits, kTokens, kInt8, true>::kBlocksPerSm)
     mmq_grouped_kernel(MoeProjArgs a, const uint8_t* xp, int64_t k_pad) {
   using Gt = MmqGroupedTiling<Traits, kTokens, kGated, kInt8>;
   pdl_wait_for_primary();  // as in mmq_wgmma_kernel: the routing and the prologue are read below
@@ -108,9 +108,13 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8, true>::
   // one vector store per lane where the block's outputs all exist and every row keeps its alignment
   const bool vectors = nb + Gt::kOutputsPerBlock <= a.n && reinterpret_cast<uintptr_t>(a.out) % vector_bytes == 0 &&
                        a.out_row_stride % 4 == 0;
-  constexpr int kRowsPerPass = 32 / Gt::kLanesPerRow;
-  const int q = lane % Gt::kLanesPerRow;
-  for (int c = warp * kRowsPerPass + lane / Gt::kLanesPerRow; c < kTokens; c += 8 * kRowsPerPass) {
+  // consecutive threads store consecutive runs of four outputs of one pair's row: a warp one or
+  // more whole rows, or (a row of more than 32 runs) warps w and w + 1 one row
+  constexpr int kRun = Gt::kVectorsPerRow;
+  constexpr int kRowsPerPass = Gt::Tl::kThreads / kRun;
+  static_assert(kRun % 32 == 0 || 32 % kRun == 0, "a warp writes whole rows, or whole warps a row");
+  const int q = kRun <= 32 ? lane % kRun : (warp % (kRun / 32)) * 32 + lane;
+  for (int c = kRun <= 32 ? warp * (32 / kRun) + lane / kRun : warp / (kRun / 32); c < kTokens; c += kRowsPerPass) {
     const int32_t pair = pair_of[c];
     if (pair < 0) continue;  // padding, or a pair the routing dropped
     const float4 v = reinterpret_cast<const float4*>(tile + c * Gt::kTileStride)[q];
@@ -133,8 +137,8 @@ void launch_grouped_tiles(const MoeProjArgs& a, const uint8_t* xp, int64_t k_pad
   configure_shared_memory(reinterpret_cast<const void*>(kernel), Gt::kSmemBytes, "moe_batched");
   const dim3 grid(static_cast<unsigned>((a.sorted_capacity + kTokens - 1) / kTokens),
                   static_cast<unsigned>((a.n + Gt::kOutputsPerBlock - 1) / Gt::kOutputsPerBlock));
-  launch_programmatic<&mmq_grouped_kernel<Traits, kTokens, kGated, kInt8>>(grid, 256, Gt::kSmemBytes, stream,
-                                                                           "moe_batched (grouped mmq)", a, xp, k_pad);
+  launch_programmatic<&mmq_grouped_kernel<Traits, kTokens, kGated, kInt8>>(
+      grid, Gt::Tl::kThreads, Gt::kSmemBytes, stream, "moe_batched (grouped mmq)", a, xp, k_pad);
 }
 
 template <class Traits, int kTokens, bool kInt8>

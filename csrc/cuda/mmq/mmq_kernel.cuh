@@ -198,8 +198,6 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     pair_table = build_nibble_pair_table<Tl::kPairCopies>(smem + codebook_bytes(Traits::kCodebook));
   };
   if constexpr (Tl::kNibblePairs && Tl::kPairCopies == 1) build_pair_table();
-  NibbleByteTables byte_tables{};
-  if constexpr (Tl::kPairLowHalfInRegisters) byte_tables = load_nibble_byte_tables();
   const uint32_t* grid_bf16 = nullptr;  // likewise
   if constexpr (Tl::kGridTables) grid_bf16 = build_grid_bf16<Traits>(smem);
 
@@ -211,19 +209,22 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   const RowStager<Rows, kSplitRows> stager(wa, src.rows, row_bytes, lane);
 
   // Token rows r of the tile, 128-byte pieces per slice: piece (r, c) of 16 bytes lands in slice
-  // c / 8 at row r, its 16-byte column c % 8 swizzled by r % 8. Warp w copies rows w + 8i
-  // (i < T / 8): the row's swizzle is the warp's, so a lane's destinations differ by a constant
-  // per i and only the source row is computed per copy (a loop over (r, c) cost about a fifth of
-  // the kernel's instructions at 128 tokens, ncu 2026-12-01).
+  // c / 8 at row r, its 16-byte column c % 8 swizzled by r % 8. Warp w of W (8 or 16) copies rows
+  // w + W i (i < T / W): the row's swizzle is the warp's, so a lane's destinations differ by a
+  // constant per i and only the source row is computed per copy (a loop over (r, c) cost about a
+  // fifth of the kernel's instructions at 128 tokens, ncu 2026-12-01).
   // bf16: a row's unit is 512 bytes, lane c copies piece c. int8: 256 bytes of codes (lanes 0..15)
   // and 32 bytes of scales (lanes 16, 17, into the stage's [T][8] float block).
-  static_assert(Tl::kThreads == 256, "eight warps: row r of the tile swizzles by r % 8 = the copying warp");
+  constexpr int kWarps = Tl::kWarps;
+  static_assert(kWarps % 8 == 0 && kTokens % kWarps == 0, "whole token rows per warp, each row's swizzle the warp's");
+  static_assert(!kInt8 || kWarps == 8, "the int8 path's scale pieces: eight warps");
   constexpr int kPieces = kInt8 ? 18 : 32;
   const bool copies = lane < kPieces;
   const bool scale_piece = kInt8 && lane >= 16;
+  const int warp_swizzle = kWarps == 8 ? warp : (warp & 7);
   const int act_dst0 = scale_piece ? Tl::kActBytes + warp * 32 + (lane - 16) * 16
-                                   : (lane >> 3) * Tl::kSliceBytes + warp * 128 + (((lane & 7) ^ warp) << 4);
-  const int act_dst_step = scale_piece ? 8 * 32 : 1024;  // per i: eight rows down
+                                   : (lane >> 3) * Tl::kSliceBytes + warp * 128 + (((lane & 7) ^ warp_swizzle) << 4);
+  const int act_dst_step = scale_piece ? 8 * 32 : 128 * kWarps;  // per i: W rows down
   const int64_t x_row_bytes = kInt8 ? (k_pad / kMmqUnitElems) * kMmqInt8UnitBytes : k_pad * 2;
   const int64_t x_unit_bytes = kInt8 ? kMmqInt8UnitBytes : kMmqUnitElems * 2;
   auto stage = [&](int u, int slot) {
@@ -231,8 +232,8 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     uint8_t* const act_dst = st + act_dst0;
     const uint8_t* const unit = xp + static_cast<int64_t>(u) * x_unit_bytes + 16 * lane;
 #pragma unroll
-    for (int i = 0; i < kTokens / 8; ++i) {
-      const int64_t x_row = act_row(warp + 8 * i);
+    for (int i = 0; i < kTokens / kWarps; ++i) {
+      const int64_t x_row = act_row(warp + kWarps * i);
       const bool valid = x_row >= 0;
       if (copies) cp_async_16(act_dst + act_dst_step * i, unit + (valid ? x_row : 0) * x_row_bytes, valid ? 16 : 0);
     }
@@ -318,12 +319,10 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
                            b_hi = block_ref(hi, hi_exists, row_hi, k0, s);
             if constexpr (Tl::kNibblePairs) {
               const int scale_index = Rows::kBlocksPerUnit == 1 ? s : 0;
-              decode_nibble_pairs<Tl::kPairCopies, Tl::kPairLowHalfInRegisters>(Traits::code_word(b_lo, group),
-                                                                                Traits::scale_i8(b_lo, scale_index),
-                                                                                pair_table, byte_tables, lane, wlo);
-              decode_nibble_pairs<Tl::kPairCopies, Tl::kPairLowHalfInRegisters>(Traits::code_word(b_hi, group),
-                                                                                Traits::scale_i8(b_hi, scale_index),
-                                                                                pair_table, byte_tables, lane, whi);
+              decode_nibble_pairs<Tl::kPairCopies>(Traits::code_word(b_lo, group), Traits::scale_i8(b_lo, scale_index),
+                                                   pair_table, lane, wlo);
+              decode_nibble_pairs<Tl::kPairCopies>(Traits::code_word(b_hi, group), Traits::scale_i8(b_hi, scale_index),
+                                                   pair_table, lane, whi);
             } else if constexpr (Tl::kGridTables) {
               decode_grid_bf16<Traits>(Traits::grid_codes(b_lo, group), grid_bf16, wlo);
               decode_grid_bf16<Traits>(Traits::grid_codes(b_hi, group), grid_bf16, whi);

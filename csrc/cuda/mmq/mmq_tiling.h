@@ -24,7 +24,13 @@ struct MmqTiling {
   using Rows = MmvqTiling<Traits>;  // a warp's 16 rows: the bf16 MMVQ's staging of one unit
   static_assert(Rows::kUnitElems == kMmqUnitElems, "one K unit for both kernels");
   static_assert(kTokens % 16 == 0 && kTokens >= 16 && kTokens <= 128, "wgmma N of 16 .. 128");
-  static constexpr int kWarps = 8;
+  // The grouped kernel's bf16 48-token tile of the nibble formats (routings of about 32 pairs per
+  // expert): one block of sixteen warps per multiprocessor in place of two blocks of eight. Its four
+  // warpgroups share each activation stage, and alone on its multiprocessor it has the shared memory
+  // for a pair table per lane. The grid formats, whose table that does not serve, lost with it
+  // (benchmarks/NOTES.md, "a wide grouped tile").
+  static constexpr bool kWide = kGrouped && !kInt8 && kTokens == 48 && kMmqNibblePairs<Traits>;
+  static constexpr int kWarps = kWide ? 16 : 8;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRows = 16 * kWarps;
   // A slice is T tokens x 128 bytes of K (64 bf16 or 128 int8 weights): one swizzle atom row each.
@@ -51,18 +57,13 @@ struct MmqTiling {
   // K and measured slower with two blocks (benchmarks/NOTES.md). Else one block, up to four stages.
   static constexpr int kHalfBudget = 113 * 1024 - 1024;
   static constexpr int kTwoBlockStages = kTokens <= 32 ? 3 : 2;
-  static constexpr bool kTwoBlocks = (kTokens <= 32 || (kGrouped && !kInt8 && kTokens <= 64)) &&
+  static constexpr bool kTwoBlocks = !kWide && (kTokens <= 32 || (kGrouped && !kInt8 && kTokens <= 64)) &&
                                      codebook_bytes_with(1) + kTwoBlockStages * kStageBytes <= kHalfBudget;
   static constexpr int kBlocksPerSm = kTwoBlocks ? 2 : 1;
   // The pair table once per lane (kNibblePairCopies copies, entry e of lane l at word 32 e + l): a
   // warp's 32 random lookups then meet no bank conflict (NOTES.md, the bound on the table's bank
   // conflicts). 32 KB: only a block alone on its multiprocessor has them.
   static constexpr int kPairCopies = kNibblePairs && !kTwoBlocks ? kNibblePairCopies : 1;
-  // With one copy, a warp's lookups meet bank conflicts, so in the grouped 48-token tile bytes 0
-  // and 1 of each lane's word decode by byte_perm lookups in registers (nibble_pairs_bf16.cuh).
-  // Only that tile was timed faster; tiles with a copy per lane lost with them, the 64-token gated
-  // ones spilled (benchmarks/NOTES.md, "the IQ4 pairs looked up in registers").
-  static constexpr bool kPairLowHalfInRegisters = kNibblePairs && kPairCopies == 1 && kTokens == 48;
   static constexpr int kCodebookBytes = codebook_bytes_with(kPairCopies);
   static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
