@@ -195,7 +195,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   // one table: built here; a table per lane (32 stores per thread): after the first units' copies
   // are issued, so that their loads run while it is built
   auto build_pair_table = [&] {
-    pair_table = build_nibble_pair_table<Tl::kPairCopies>(smem + codebook_bytes(Traits::kCodebook));
+    pair_table = build_nibble_pair_table<Tl::kPairCopies, Tl::kThreads>(smem + codebook_bytes(Traits::kCodebook));
   };
   if constexpr (Tl::kNibblePairs && Tl::kPairCopies == 1) build_pair_table();
   const uint32_t* grid_bf16 = nullptr;  // likewise

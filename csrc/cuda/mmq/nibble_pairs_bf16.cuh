@@ -14,13 +14,19 @@ namespace lowbit::cuda_detail {
 
 // Entry b of the IQ4 pair table: bf16 of codebook value b & 15 (low half) and b >> 4 (high half),
 // exact (integers of at most eight bits). kCopies copies interleaved by word (entry b of copy c at
-// word kCopies b + c): with one per lane a warp's lookups meet no bank conflict. Built by the whole
-// block into `shared` (kCopies * kNibblePairTableBytes); the caller synchronizes before decoding.
-template <int kCopies>
+// word kCopies b + c): with one per lane a warp's lookups meet no bank conflict. Built by the
+// block's kThreads threads into `shared` (kCopies * kNibblePairTableBytes); the caller
+// synchronizes before decoding. The passes unrolled, so that every pass's codebook loads are in
+// flight at once: in a loop over blockDim each pass waited for its own, which at 32 copies
+// (32 KB) showed in the profile of the wide grouped tile (benchmarks/NOTES.md).
+template <int kCopies, int kThreads>
 __device__ __forceinline__ const uint32_t* build_nibble_pair_table(uint8_t* shared) {
   static_assert(kCopies == 1 || kCopies == 32, "one table, or one per lane");
+  static_assert(256 * kCopies % kThreads == 0, "whole passes of the block");
   uint32_t* const table = reinterpret_cast<uint32_t*>(shared);
-  for (int i = threadIdx.x; i < 256 * kCopies; i += blockDim.x) {
+#pragma unroll
+  for (int pass = 0; pass < 256 * kCopies / kThreads; ++pass) {
+    const int i = static_cast<int>(threadIdx.x) + kThreads * pass;
     const int b = i / kCopies;
     const auto lo = static_cast<int8_t>(kKvaluesIq4nlDevice[b & 15]);
     const auto hi = static_cast<int8_t>(kKvaluesIq4nlDevice[b >> 4]);
