@@ -192,7 +192,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   }();
   uint8_t* const ring = smem + Tl::kCodebookBytes;
   const uint32_t* pair_table = nullptr;  // visible after the first unit's barrier, as the codebook
-  // one table: built here; a table per lane (32 stores per thread): after the first units' copies
+  // one table: built here; a table per lane (32 KB): after the first units' copies
   // are issued, so that their loads run while it is built
   auto build_pair_table = [&] {
     pair_table = build_nibble_pair_table<Tl::kPairCopies, Tl::kThreads>(smem + codebook_bytes(Traits::kCodebook));
@@ -386,11 +386,12 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     wgmma_wait<0>();
     fence_accumulators(acc);
   } else {
-    // Two stages (the 128-token tile, and the grouped kernel's 48- and 64-token tiles two blocks per
-    // multiprocessor): the next unit loads while this one computes, and the wgmma drain before
-    // the second barrier frees the slot. Measured faster at 128+ tokens than 64-token tiles with
-    // four stages in flight (benchmarks/NOTES.md, 2026-12-01); the other resident block fills the
-    // drains of the grouped tiles.
+    // Two stages (the 128-token tile, the grouped kernel's 48- and 64-token tiles two blocks per
+    // multiprocessor and its wide 48-token tile): the next unit loads while this one computes, and
+    // the wgmma drain before the second barrier frees the slot. Measured faster at 128+ tokens than
+    // 64-token tiles with four stages in flight (benchmarks/NOTES.md, 2026-12-01); the other
+    // resident block fills the drains of the two-block tiles. Refilling the slot after the next
+    // unit's first slice instead, with no drain, measured no faster (NOTES.md, "a wide grouped tile").
     static_assert(!kInt8, "the int8 path keeps units in flight");
     stage(u_begin, 0);
     if constexpr (Tl::kNibblePairs && Tl::kPairCopies > 1) build_pair_table();

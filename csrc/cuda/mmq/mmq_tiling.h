@@ -27,8 +27,9 @@ struct MmqTiling {
   // The grouped kernel's bf16 48-token tile of the nibble formats (routings of about 32 pairs per
   // expert): one block of sixteen warps per multiprocessor in place of two blocks of eight. Its four
   // warpgroups share each activation stage, and alone on its multiprocessor it has the shared memory
-  // for a pair table per lane. The grid formats, whose table that does not serve, lost with it
-  // (benchmarks/NOTES.md, "a wide grouped tile").
+  // for a pair table per lane. The grid formats lost with it: their table gains nothing from the
+  // shared memory, and the second block had filled their drains (benchmarks/NOTES.md, "a wide
+  // grouped tile").
   static constexpr bool kWide = kGrouped && !kInt8 && kTokens == 48 && kMmqNibblePairs<Traits>;
   static constexpr int kWarps = kWide ? 16 : 8;
   static constexpr int kThreads = 32 * kWarps;
