@@ -221,6 +221,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   constexpr int kPieces = kInt8 ? 18 : 32;
   const bool copies = lane < kPieces;
   const bool scale_piece = kInt8 && lane >= 16;
+  // warp & 7 alone costs the eight-warp tiles instructions: the compiler does not know warp < 8
   const int warp_swizzle = kWarps == 8 ? warp : (warp & 7);
   const int act_dst0 = scale_piece ? Tl::kActBytes + warp * 32 + (lane - 16) * 16
                                    : (lane >> 3) * Tl::kSliceBytes + warp * 128 + (((lane & 7) ^ warp_swizzle) << 4);
