@@ -465,6 +465,36 @@ def test_batched_projection_against_its_roundings(block_size, tokens, kind) -> N
     assert torch.equal(y[dropped], torch.zeros_like(y[dropped]))
 
 
+@pytest.mark.parametrize(
+    "qtype,k",
+    [(QuantType.IQ4_XS, 1024), (QuantType.IQ4_NL, 1024), (QuantType.IQ4_NL, 1056)],
+    ids=["iq4_xs-1024", "iq4_nl-1024", "iq4_nl-1056"],
+)
+@pytest.mark.parametrize("gated", [False, True], ids=["plain", "gated"])
+def test_batched_wide_tile_with_exact_and_loose_row_spans(qtype, k, gated) -> None:
+    """The 48-token tile of the nibble formats stages its rows in exact spans where every unit
+    starts at most 8 bytes past a 16-byte boundary (IQ4_XS; IQ4_NL with K a multiple of 256) and
+    in MmvqTiling's looser spans else (IQ4_NL rows of 594 bytes at K = 1056); N = 320 is one whole
+    tile of 256 rows and a partial one (gated, in the layer: 160 outputs over tiles of 128)."""
+    rng = np.random.default_rng(fresh_seed())
+    experts, tokens, top_k, n = 8, 60, 4, 320
+    block = 48
+    assert moe_block_size(tokens * top_k, experts, dev()) == block  # 30 pairs per expert: the layer's tile too
+    w, s = random_weight(qtype, n, k, rng, experts=experts, device=dev())
+    x = torch.from_numpy(rng.standard_normal((tokens, k)).astype(np.float32)).to(dev())
+    weights, ids = routing(rng, tokens, experts, top_k, "balanced" if gated else "invalid")
+    if not gated:
+        y = moe_batched(x, w, qtype, moe_align(ids, experts, block), top_k, tokens * top_k, scales=s, math="bf16")
+        exact = _exact_projection(x, batched_bf16_weights(w, qtype, s, block), ids, top_k)
+        err = rel_err(y, exact)
+        assert err < (GROUPED_EXACT_BOUND if grouped_mmq_runs(block) else MMA_SYNC_EXACT_BOUND), f"rel err {err:.3g}"
+        return
+    w2, _ = random_weight(QuantType.Q8_0, k, n // 2, rng, experts=experts, device=dev())
+    out = moe_layer(x, w, w2, weights, ids, w13_type=qtype, w2_type=QuantType.Q8_0, route="moe_batched")
+    ref = emulated_reference(x, w, w2, weights, ids, qtype, QuantType.Q8_0, "moe_batched")
+    assert rel_err(out, ref) < EMULATED_BOUND
+
+
 @pytest.mark.parametrize("block_size", [16, 32, 64])
 @pytest.mark.parametrize("tokens", [7, 129, 1000])
 @pytest.mark.parametrize("kind", ["balanced", "skewed", "invalid"])

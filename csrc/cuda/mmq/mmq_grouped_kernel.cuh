@@ -25,9 +25,9 @@
 
 namespace lowbit::cuda_detail {
 
-template <class Traits, int kTokens, bool kGated, bool kInt8>
+template <class Traits, int kTokens, bool kGated, bool kInt8, bool kExactSpans>
 struct MmqGroupedTiling {
-  using Tl = MmqTiling<Traits, kTokens, kInt8, true>;
+  using Tl = MmqTiling<Traits, kTokens, kInt8, true, kExactSpans>;
   // After the dense kernel's codebook and ring: each tile row's x row and pair (int32, -1: zeros)
   static constexpr int kTableOffset = Tl::kSmemBytes - 1024;  // from the 1024-aligned base
   static constexpr int kTableBytes = 2 * kTokens * 4;
@@ -41,11 +41,11 @@ struct MmqGroupedTiling {
   static constexpr int kVectorsPerRow = kOutputsPerBlock / 4;  // four outputs per thread and store
 };
 
-template <class Traits, int kTokens, bool kGated, bool kInt8>
-__global__ void __launch_bounds__(MmqTiling<Traits, kTokens, kInt8, true>::kThreads,
-                                  MmqTiling<Traits, kTokens, kInt8, true>::kBlocksPerSm)
+template <class Traits, int kTokens, bool kGated, bool kInt8, bool kExactSpans>
+__global__ void __launch_bounds__(MmqTiling<Traits, kTokens, kInt8, true, kExactSpans>::kThreads,
+                                  MmqTiling<Traits, kTokens, kInt8, true, kExactSpans>::kBlocksPerSm)
     mmq_grouped_kernel(MoeProjArgs a, const uint8_t* xp, int64_t k_pad) {
-  using Gt = MmqGroupedTiling<Traits, kTokens, kGated, kInt8>;
+  using Gt = MmqGroupedTiling<Traits, kTokens, kGated, kInt8, kExactSpans>;
   pdl_wait_for_primary();  // as in mmq_wgmma_kernel: the routing and the prologue are read below
   pdl_launch_dependents();
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kTokens;
@@ -80,8 +80,8 @@ __global__ void __launch_bounds__(MmqTiling<Traits, kTokens, kInt8, true>::kThre
   src.rows = kGated ? TileRows{out0, a.n + out0, a.n, 2 * a.n} : TileRows::dense(out0, a.n);
   const auto act_row = [&](int r) -> int64_t { return x_rows[r]; };
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens, kGated, kInt8, true>(src, act_row, xp, k_pad, 0,
-                                                     static_cast<int>(k_pad / kMmqUnitElems), smem, acc);
+  mmq_mainloop<Traits, kTokens, kGated, kInt8, true, kExactSpans>(src, act_row, xp, k_pad, 0,
+                                                                  static_cast<int>(k_pad / kMmqUnitElems), smem, acc);
 
   // The results leave through shared memory: each thread's accumulators land in the tile (token
   // column, output), then a warp writes whole runs of a pair's outputs, four per lane in one
@@ -130,23 +130,31 @@ __global__ void __launch_bounds__(MmqTiling<Traits, kTokens, kInt8, true>::kThre
   }
 }
 
-template <class Traits, int kTokens, bool kGated, bool kInt8>
+template <class Traits, int kTokens, bool kGated, bool kInt8, bool kExactSpans>
 void launch_grouped_tiles(const MoeProjArgs& a, const uint8_t* xp, int64_t k_pad, cudaStream_t stream) {
-  using Gt = MmqGroupedTiling<Traits, kTokens, kGated, kInt8>;
-  auto* kernel = &mmq_grouped_kernel<Traits, kTokens, kGated, kInt8>;
+  using Gt = MmqGroupedTiling<Traits, kTokens, kGated, kInt8, kExactSpans>;
+  auto* kernel = &mmq_grouped_kernel<Traits, kTokens, kGated, kInt8, kExactSpans>;
   configure_shared_memory(reinterpret_cast<const void*>(kernel), Gt::kSmemBytes, "moe_batched");
   const dim3 grid(static_cast<unsigned>((a.sorted_capacity + kTokens - 1) / kTokens),
                   static_cast<unsigned>((a.n + Gt::kOutputsPerBlock - 1) / Gt::kOutputsPerBlock));
-  launch_programmatic<&mmq_grouped_kernel<Traits, kTokens, kGated, kInt8>>(
+  launch_programmatic<&mmq_grouped_kernel<Traits, kTokens, kGated, kInt8, kExactSpans>>(
       grid, Gt::Tl::kThreads, Gt::kSmemBytes, stream, "moe_batched (grouped mmq)", a, xp, k_pad);
 }
 
+// The wide tile (MmqTiling::kWide) with exact row spans (a third stage) where the weight's
+// alignment allows them, else with MmvqTiling's.
 template <class Traits, int kTokens, bool kInt8>
 void launch_grouped(const MoeProjArgs& a, const uint8_t* xp, int64_t k_pad, cudaStream_t stream) {
-  if (a.gated)
-    launch_grouped_tiles<Traits, kTokens, true, kInt8>(a, xp, k_pad, stream);
-  else
-    launch_grouped_tiles<Traits, kTokens, false, kInt8>(a, xp, k_pad, stream);
+  const auto tiles = [&](auto exact) {
+    if (a.gated)
+      launch_grouped_tiles<Traits, kTokens, true, kInt8, exact()>(a, xp, k_pad, stream);
+    else
+      launch_grouped_tiles<Traits, kTokens, false, kInt8, exact()>(a, xp, k_pad, stream);
+  };
+  if constexpr (MmqTiling<Traits, kTokens, kInt8, true>::kWide) {
+    if (mmq_exact_spans_fit<Traits>(a.w, a.w_row_stride, a.w_expert_stride)) return tiles(std::true_type{});
+  }
+  tiles(std::false_type{});
 }
 
 // The prologue (bf16 in MMQ's K order, or int8 units where a.batched_int8) of the x rows the

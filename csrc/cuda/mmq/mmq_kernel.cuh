@@ -176,11 +176,11 @@ struct MmqTileSource {
 // kInt8: per 32-weight run one k32 int8 wgmma of the run's codes into an int32 fragment, which is
 // then scaled into acc (weight scale of the row times activation scale of the token); the next
 // run is decoded while the tensor cores take this one.
-template <class Traits, int kTokens, bool kSplitRows, bool kInt8, bool kGrouped, class ActRow>
+template <class Traits, int kTokens, bool kSplitRows, bool kInt8, bool kGrouped, bool kExactSpans = false, class ActRow>
 __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& act_row, const uint8_t* xp,
                                              int64_t k_pad, int u_begin, int u_end, uint8_t* smem,
                                              float (&acc)[kTokens / 2]) {
-  using Tl = MmqTiling<Traits, kTokens, kInt8, kGrouped>;
+  using Tl = MmqTiling<Traits, kTokens, kInt8, kGrouped, kExactSpans>;
   using Rows = typename Tl::Rows;
   const Codebooks cb = [&] {
     if constexpr (kInt8)

@@ -16,12 +16,39 @@ namespace lowbit::cuda_detail {
 
 inline constexpr int kMmqUnitElems = 256;
 
+// A warp's 16 staged rows at their exact length: the bf16 MMVQ's staging of one unit (MmvqTiling)
+// with each row's span only as long as a unit starting kAlign-aligned needs. MmvqTiling's spans
+// hold a unit at any 2-byte alignment (up to 15 bytes before and after it): 176 bytes for a
+// 136-byte IQ4_XS block. Here 144, where the weight's address and strides keep every unit start
+// a multiple of kAlign (the unit's own alignment: 8 for IQ4_XS, 16 for IQ4_NL) past a 16-byte
+// boundary (mmq_exact_spans_fit); the odd number of 16-byte pieces per row stays.
+template <class Traits>
+struct MmqExactRows : MmvqTiling<Traits> {
+  using Base = MmvqTiling<Traits>;
+  static constexpr int kAlign = Base::kUnitBytes % 16 == 0 ? 16 : (Base::kUnitBytes & -Base::kUnitBytes);
+  static constexpr int kSpanPieces = (Base::kUnitBytes + (16 - kAlign) + 15) / 16;
+  static constexpr int kSpanBytes = 16 * (kSpanPieces | 1);
+  static constexpr int kChunks = kSpanBytes / 16;
+  static constexpr int kStageBytes = Base::kRows * kSpanBytes;
+};
+
+// Whether MmqExactRows' spans hold every unit of a weight at `w` with these strides (bytes): each
+// term of a unit's address a multiple of kAlign, so that it starts at most 16 - kAlign bytes past a
+// 16-byte boundary.
+template <class Traits>
+bool mmq_exact_spans_fit(const void* w, int64_t row_stride, int64_t expert_stride) {
+  constexpr int a = MmqExactRows<Traits>::kAlign;
+  return reinterpret_cast<uintptr_t>(w) % a == 0 && row_stride % a == 0 && expert_stride % a == 0;
+}
+
 // kInt8: the activations as int8 codes per token and 32 weights with their float32 scales (the int8
 // wgmma path, mmq_kernel.cuh), else bf16. kGrouped: the tiling of the grouped MoE kernel
-// (mmq_grouped_kernel.cuh), which shares the mainloop but not the grid.
-template <class Traits, int kTokens, bool kInt8 = false, bool kGrouped = false>
+// (mmq_grouped_kernel.cuh), which shares the mainloop but not the grid. kExactSpans: the weight rows
+// staged by MmqExactRows (the launch checked mmq_exact_spans_fit).
+template <class Traits, int kTokens, bool kInt8 = false, bool kGrouped = false, bool kExactSpans = false>
 struct MmqTiling {
-  using Rows = MmvqTiling<Traits>;  // a warp's 16 rows: the bf16 MMVQ's staging of one unit
+  // a warp's 16 rows: the bf16 MMVQ's staging of one unit
+  using Rows = std::conditional_t<kExactSpans, MmqExactRows<Traits>, MmvqTiling<Traits>>;
   static_assert(Rows::kUnitElems == kMmqUnitElems, "one K unit for both kernels");
   static_assert(kTokens % 16 == 0 && kTokens >= 16 && kTokens <= 128, "wgmma N of 16 .. 128");
   // The grouped kernel's bf16 48-token tile of the nibble formats (routings of about 32 pairs per
