@@ -141,8 +141,8 @@ void launch_grouped_tiles(const MoeProjArgs& a, const uint8_t* xp, int64_t k_pad
       grid, Gt::Tl::kThreads, Gt::kSmemBytes, stream, "moe_batched (grouped mmq)", a, xp, k_pad);
 }
 
-// The wide tile (MmqTiling::kWide) with exact row spans (a third stage) where the weight's
-// alignment allows them, else with MmvqTiling's.
+// The wide tile (MmqTiling::kWide) of IQ4_NL with exact row spans (a third stage) where the
+// weight's alignment allows them, else with MmqRows' (for IQ4_XS they are the same).
 template <class Traits, int kTokens, bool kInt8>
 void launch_grouped(const MoeProjArgs& a, const uint8_t* xp, int64_t k_pad, cudaStream_t stream) {
   const auto tiles = [&](auto exact) {
@@ -151,7 +151,7 @@ void launch_grouped(const MoeProjArgs& a, const uint8_t* xp, int64_t k_pad, cuda
     else
       launch_grouped_tiles<Traits, kTokens, false, kInt8, exact()>(a, xp, k_pad, stream);
   };
-  if constexpr (MmqTiling<Traits, kTokens, kInt8, true>::kWide) {
+  if constexpr (MmqTiling<Traits, kTokens, kInt8, true>::kWide && kMmqExactRowsShorter<Traits>) {
     if (mmq_exact_spans_fit<Traits>(a.w, a.w_row_stride, a.w_expert_stride)) return tiles(std::true_type{});
   }
   tiles(std::false_type{});

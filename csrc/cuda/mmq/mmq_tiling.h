@@ -16,21 +16,41 @@ namespace lowbit::cuda_detail {
 
 inline constexpr int kMmqUnitElems = 256;
 
-// A warp's 16 staged rows at their exact length: the bf16 MMVQ's staging of one unit (MmvqTiling)
-// with each row's span only as long as a unit starting kAlign-aligned needs. MmvqTiling's spans
-// hold a unit at any 2-byte alignment (up to 15 bytes before and after it): 176 bytes for a
-// 136-byte IQ4_XS block. Here 144, where the weight's address and strides keep every unit start
-// a multiple of kAlign (the unit's own alignment: 8 for IQ4_XS, 16 for IQ4_NL) past a 16-byte
-// boundary (mmq_exact_spans_fit); the odd number of 16-byte pieces per row stays.
-template <class Traits>
-struct MmqExactRows : MmvqTiling<Traits> {
-  using Base = MmvqTiling<Traits>;
-  static constexpr int kAlign = Base::kUnitBytes % 16 == 0 ? 16 : (Base::kUnitBytes & -Base::kUnitBytes);
-  static constexpr int kSpanPieces = (Base::kUnitBytes + (16 - kAlign) + 15) / 16;
+// A warp's 16 staged rows (the staging of the bf16 MMVQ, mmvq/row_pipeline.cuh) with each row's
+// span as long as a unit needs whose start lies a multiple of kStartAlign bytes past a 16-byte
+// boundary: at most 16 - kStartAlign bytes of the span's first piece precede it. An odd number of
+// 16-byte pieces per row keeps the eight rows a lane group reads at once in distinct bank groups.
+template <class Traits, int kStartAlign>
+struct MmqRowSpans {
+  static constexpr int kRows = 16;
+  static constexpr int kUnitElems = kMmqUnitElems;
+  static constexpr int kBlocksPerUnit = kUnitElems / Traits::kBlockElems;
+  static constexpr int kUnitBytes = kBlocksPerUnit * Traits::kBlockBytes;
+  static constexpr int kAlign = kStartAlign;
+  static constexpr int kSpanPieces = (kUnitBytes + (16 - kAlign) + 15) / 16;
   static constexpr int kSpanBytes = 16 * (kSpanPieces | 1);
   static constexpr int kChunks = kSpanBytes / 16;
-  static constexpr int kStageBytes = Base::kRows * kSpanBytes;
+  static constexpr int kStageBytes = kRows * kSpanBytes;
 };
+
+constexpr int gcd_int(int a, int b) { return b == 0 ? a : gcd_int(b, a % b); }
+
+// The spans every weight an entry point accepts fits: its data 16-byte aligned, its row and expert
+// strides multiples of the format's kAlign (check_weight, moe_api.cu), so a unit starts a multiple
+// of gcd(16, kAlign, unit bytes) past a 16-byte boundary. IQ4_XS 144 bytes, IQ2_XXS and IQ1_M 80,
+// IQ3_XXS 112, MXFP4_SPLIT 144, MXFP8 272; the others as MmvqTiling's (any start: 15 bytes before
+// and after the unit).
+template <class Traits>
+using MmqRows = MmqRowSpans<Traits, gcd_int(16, gcd_int(Traits::kAlign, MmqRowSpans<Traits, 1>::kUnitBytes))>;
+
+// The spans of units aligned as the unit's own size allows (IQ4_NL: 144 bytes, a multiple of 16),
+// for a weight whose address and strides are (mmq_exact_spans_fit). They are shorter than MmqRows'
+// for IQ4_NL, Q8_0, Q5_0 and GGUF MXFP4, whose blocks are less aligned than their units; a kernel
+// may have an instance for each and pick at launch.
+template <class Traits>
+using MmqExactRows = MmqRowSpans<Traits, gcd_int(16, MmqRowSpans<Traits, 1>::kUnitBytes)>;
+template <class Traits>
+inline constexpr bool kMmqExactRowsShorter = MmqExactRows<Traits>::kSpanBytes < MmqRows<Traits>::kSpanBytes;
 
 // Whether MmqExactRows' spans hold every unit of a weight at `w` with these strides (bytes): each
 // term of a unit's address a multiple of kAlign, so that it starts at most 16 - kAlign bytes past a
@@ -44,11 +64,10 @@ bool mmq_exact_spans_fit(const void* w, int64_t row_stride, int64_t expert_strid
 // kInt8: the activations as int8 codes per token and 32 weights with their float32 scales (the int8
 // wgmma path, mmq_kernel.cuh), else bf16. kGrouped: the tiling of the grouped MoE kernel
 // (mmq_grouped_kernel.cuh), which shares the mainloop but not the grid. kExactSpans: the weight rows
-// staged by MmqExactRows (the launch checked mmq_exact_spans_fit).
+// staged by MmqExactRows (the launch checked mmq_exact_spans_fit), else by MmqRows.
 template <class Traits, int kTokens, bool kInt8 = false, bool kGrouped = false, bool kExactSpans = false>
 struct MmqTiling {
-  // a warp's 16 rows: the bf16 MMVQ's staging of one unit
-  using Rows = std::conditional_t<kExactSpans, MmqExactRows<Traits>, MmvqTiling<Traits>>;
+  using Rows = std::conditional_t<kExactSpans, MmqExactRows<Traits>, MmqRows<Traits>>;
   static_assert(Rows::kUnitElems == kMmqUnitElems, "one K unit for both kernels");
   static_assert(kTokens % 16 == 0 && kTokens >= 16 && kTokens <= 128, "wgmma N of 16 .. 128");
   // The grouped kernel's bf16 48-token tile of the nibble formats (routings of about 32 pairs per
@@ -83,7 +102,9 @@ struct MmqTiling {
   // kernel's bf16 48- and 64-token tiles, whose grid has a block per tile of pairs of every expert
   // to fill the drains of a two-stage ring; the dense grid at 64 tokens fills the multiprocessors by splitting
   // K and measured slower with two blocks (benchmarks/NOTES.md). Else one block, up to four stages.
-  static constexpr int kHalfBudget = 113 * 1024 - 1024;
+  // The grouped kernel's row tables (mmq_grouped_kernel.cuh) follow the ring.
+  static constexpr int kRowTableBytes = kGrouped ? 2 * kTokens * 4 : 0;
+  static constexpr int kHalfBudget = 113 * 1024 - 1024 - kRowTableBytes;
   static constexpr int kTwoBlockStages = kTokens <= 32 ? 3 : 2;
   static constexpr bool kTwoBlocks = !kWide && (kTokens <= 32 || (kGrouped && !kInt8 && kTokens <= 64)) &&
                                      codebook_bytes_with(1) + kTwoBlockStages * kStageBytes <= kHalfBudget;
@@ -93,7 +114,7 @@ struct MmqTiling {
   // conflicts). 32 KB: only a block alone on its multiprocessor has them.
   static constexpr int kPairCopies = kNibblePairs && !kTwoBlocks ? kNibblePairCopies : 1;
   static constexpr int kCodebookBytes = codebook_bytes_with(kPairCopies);
-  static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024;  // less the alignment slack
+  static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024 - kRowTableBytes;  // less the alignment slack
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
   static constexpr int kStages = kFit > 4 ? 4 : kFit;
   static_assert(kStages >= 2, "two stages fit shared memory");
