@@ -472,9 +472,9 @@ def test_batched_projection_against_its_roundings(block_size, tokens, kind) -> N
 )
 @pytest.mark.parametrize("gated", [False, True], ids=["plain", "gated"])
 def test_batched_wide_tile_with_exact_and_loose_row_spans(qtype, k, gated) -> None:
-    """The 48-token tile of the nibble formats stages its rows in exact spans where every unit
-    starts at most 8 bytes past a 16-byte boundary (IQ4_XS; IQ4_NL with K a multiple of 256) and
-    in MmvqTiling's looser spans else (IQ4_NL rows of 594 bytes at K = 1056); N = 320 is one whole
+    """The 48-token tile of the nibble formats stages its rows in 144-byte spans where every unit
+    starts at most 8 bytes past a 16-byte boundary (IQ4_XS always; IQ4_NL with K a multiple of 256)
+    and in 176-byte spans else (IQ4_NL rows of 594 bytes at K = 1056); N = 320 is one whole
     tile of 256 rows and a partial one (gated, in the layer: 160 outputs over tiles of 128)."""
     rng = np.random.default_rng(fresh_seed())
     experts, tokens, top_k, n = 8, 60, 4, 320
