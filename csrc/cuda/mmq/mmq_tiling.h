@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <numeric>
 #include <type_traits>
 
 #include "cuda/common/codebook_sizes.h"
@@ -33,22 +34,20 @@ struct MmqRowSpans {
   static constexpr int kStageBytes = kRows * kSpanBytes;
 };
 
-constexpr int gcd_int(int a, int b) { return b == 0 ? a : gcd_int(b, a % b); }
-
 // The spans every weight an entry point accepts fits: its data 16-byte aligned, its row and expert
 // strides multiples of the format's kAlign (check_weight, moe_api.cu), so a unit starts a multiple
 // of gcd(16, kAlign, unit bytes) past a 16-byte boundary. IQ4_XS 144 bytes, IQ2_XXS and IQ1_M 80,
 // IQ3_XXS 112, MXFP4_SPLIT 144, MXFP8 272; the others as MmvqTiling's (any start: 15 bytes before
 // and after the unit).
 template <class Traits>
-using MmqRows = MmqRowSpans<Traits, gcd_int(16, gcd_int(Traits::kAlign, MmqRowSpans<Traits, 1>::kUnitBytes))>;
+using MmqRows = MmqRowSpans<Traits, std::gcd(16, std::gcd(Traits::kAlign, MmqRowSpans<Traits, 1>::kUnitBytes))>;
 
 // The spans of units aligned as the unit's own size allows (IQ4_NL: 144 bytes, a multiple of 16),
 // for a weight whose address and strides are (mmq_exact_spans_fit). They are shorter than MmqRows'
 // for IQ4_NL, Q8_0, Q5_0 and GGUF MXFP4, whose blocks are less aligned than their units; a kernel
 // may have an instance for each and pick at launch.
 template <class Traits>
-using MmqExactRows = MmqRowSpans<Traits, gcd_int(16, MmqRowSpans<Traits, 1>::kUnitBytes)>;
+using MmqExactRows = MmqRowSpans<Traits, std::gcd(16, MmqRowSpans<Traits, 1>::kUnitBytes)>;
 template <class Traits>
 inline constexpr bool kMmqExactRowsShorter = MmqExactRows<Traits>::kSpanBytes < MmqRows<Traits>::kSpanBytes;
 
