@@ -169,9 +169,9 @@ struct MmqTileSource {
 
 // The MMQ mainloop (module comment): accumulates this warp's 16 rows x kTokens tokens over the
 // units [u_begin, u_end) into acc, in the wgmma accumulator layout (wgmma.cuh). `smem` is the
-// 1024-aligned dynamic shared memory of MmqTiling<Traits, kTokens, kInt8, kGrouped> (codebook, then the
-// ring); xp the prologue's activations (bf16 [M][k_pad], or int8 units: mmq_tiling.h). Every
-// thread of the block calls it (it synchronizes the block).
+// 1024-aligned dynamic shared memory of MmqTiling<Traits, kTokens, kInt8, kGrouped, kExactSpans>
+// (codebook, then the ring); xp the prologue's activations (bf16 [M][k_pad], or int8 units:
+// mmq_tiling.h). Every thread of the block calls it (it synchronizes the block).
 //
 // kInt8: per 32-weight run one k32 int8 wgmma of the run's codes into an int32 fragment, which is
 // then scaled into acc (weight scale of the row times activation scale of the token); the next
@@ -387,12 +387,12 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     wgmma_wait<0>();
     fence_accumulators(acc);
   } else {
-    // Two stages (the 128-token tile, the grouped kernel's 48- and 64-token tiles two blocks per
-    // multiprocessor and its wide 48-token tile): the next unit loads while this one computes, and
-    // the wgmma drain before the second barrier frees the slot. Measured faster at 128+ tokens than
-    // 64-token tiles with four stages in flight (benchmarks/NOTES.md, 2026-12-01); the other
-    // resident block fills the drains of the two-block tiles. Refilling the slot after the next
-    // unit's first slice instead, with no drain, measured no faster (NOTES.md, "a wide grouped tile").
+    // Two stages (where no third fits: most tiles of 48 or more tokens, MmqTiling::kStages): the
+    // next unit loads while this one computes, and the wgmma drain before the second barrier frees
+    // the slot. Measured faster at 128+ tokens than 64-token tiles with four stages in flight
+    // (benchmarks/NOTES.md, 2026-12-01); the other resident block fills the drains of the two-block
+    // tiles. Refilling the slot after the next unit's first slice instead, with no drain, measured
+    // no faster (NOTES.md, "a wide grouped tile").
     static_assert(!kInt8, "the int8 path keeps units in flight");
     stage(u_begin, 0);
     if constexpr (Tl::kNibblePairs && Tl::kPairCopies > 1) build_pair_table();

@@ -37,8 +37,8 @@ struct MmqRowSpans {
 // The spans every weight an entry point accepts fits: its data 16-byte aligned, its row and expert
 // strides multiples of the format's kAlign (check_weight, moe_api.cu), so a unit starts a multiple
 // of gcd(16, kAlign, unit bytes) past a 16-byte boundary. IQ4_XS 144 bytes, IQ2_XXS and IQ1_M 80,
-// IQ3_XXS 112, MXFP4_SPLIT 144, MXFP8 272; the others as MmvqTiling's (any start: 15 bytes before
-// and after the unit).
+// IQ3_XXS 112, MXFP4_SPLIT 144, MXFP8 272; the other formats' spans come out as long as
+// MmvqTiling's, which hold a unit at any start (after the rounding to an odd count of pieces).
 template <class Traits>
 using MmqRows = MmqRowSpans<Traits, std::gcd(16, std::gcd(Traits::kAlign, MmqRowSpans<Traits, 1>::kUnitBytes))>;
 
@@ -96,11 +96,12 @@ struct MmqTiling {
             (kNibblePairs ? pair_copies * kNibblePairTableBytes : 0) + 1023) /
            1024 * 1024;
   }
-  // Two blocks per multiprocessor (more warps to hide each one's decode -> wgmma chain) where the
-  // ring fits half of shared memory: three stages for tiles of up to 32 tokens, two for the grouped
-  // kernel's bf16 48- and 64-token tiles, whose grid has a block per tile of pairs of every expert
-  // to fill the drains of a two-stage ring; the dense grid at 64 tokens fills the multiprocessors by splitting
-  // K and measured slower with two blocks (benchmarks/NOTES.md). Else one block, up to four stages.
+  // Two blocks per multiprocessor (more warps to hide each one's decode -> wgmma chain) where a
+  // ring of at least three stages for tiles of up to 32 tokens, two for the grouped kernel's bf16
+  // 48- and 64-token tiles, fits half of shared memory (the latter's grid has a block per tile of
+  // pairs of every expert to fill the drains of a two-stage ring); the dense grid at 64 tokens fills
+  // the multiprocessors by splitting K and measured slower with two blocks (benchmarks/NOTES.md).
+  // Else one block. Either way as many stages as fit, up to four.
   // The grouped kernel's row tables (mmq_grouped_kernel.cuh) follow the ring.
   static constexpr int kRowTableBytes = kGrouped ? 2 * kTokens * 4 : 0;
   static constexpr int kHalfBudget = 113 * 1024 - 1024 - kRowTableBytes;
