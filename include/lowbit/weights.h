@@ -9,7 +9,10 @@ namespace lowbit {
 
 // A quantized weight: `rows` rows of K weights. GGUF types keep each row as consecutive blocks
 // (the file's bytes, [rows, row_bytes]); split MX types keep elements and E8M0 scales apart.
-// 3-D (MoE) weights add a stride between experts. Strides are in bytes.
+// 3-D (MoE) weights add a stride between experts. Strides are in bytes. The CUDA entry points also
+// require data 16-byte aligned and the row and expert strides multiples of the block alignment the
+// format's decode reads with (2 bytes for most GGUF types, 8 for IQ4_XS and IQ1_M, 16 for split MX,
+// 1 for GGUF MXFP4; whole rows of blocks always are): their kernels stage rows in spans sized by it.
 struct WeightView {
   const void* data = nullptr;
   int64_t row_stride = 0;
