@@ -30,7 +30,7 @@ struct MmqGroupedTiling {
   using Tl = MmqTiling<Traits, kTokens, kInt8, true, kExactSpans>;
   // After the dense kernel's codebook and ring: each tile row's x row and pair (int32, -1: zeros)
   static constexpr int kTableOffset = Tl::kSmemBytes - 1024;  // from the 1024-aligned base
-  static constexpr int kTableBytes = 2 * kTokens * 4;
+  static constexpr int kTableBytes = Tl::kRowTableBytes;
   static constexpr int kSmemBytes = Tl::kSmemBytes + kTableBytes;
   static_assert(kSmemBytes <= (Tl::kTwoBlocks ? 113 : 227) * 1024, "the row tables fit beside the dense ring");
   static constexpr int kOutputsPerBlock = kGated ? Tl::kRows / 2 : Tl::kRows;

@@ -23,10 +23,11 @@ inline constexpr int kMmqUnitElems = 256;
 // 16-byte pieces per row keeps the eight rows a lane group reads at once in distinct bank groups.
 template <class Traits, int kStartAlign>
 struct MmqRowSpans {
-  static constexpr int kRows = 16;
-  static constexpr int kUnitElems = kMmqUnitElems;
-  static constexpr int kBlocksPerUnit = kUnitElems / Traits::kBlockElems;
-  static constexpr int kUnitBytes = kBlocksPerUnit * Traits::kBlockBytes;
+  using Unit = MmvqTiling<Traits>;  // rows and unit as the MMVQ stages them; only the spans differ
+  static constexpr int kRows = Unit::kRows;
+  static constexpr int kUnitElems = Unit::kUnitElems;
+  static constexpr int kBlocksPerUnit = Unit::kBlocksPerUnit;
+  static constexpr int kUnitBytes = Unit::kUnitBytes;
   static constexpr int kAlign = kStartAlign;
   static constexpr int kSpanPieces = (kUnitBytes + (16 - kAlign) + 15) / 16;
   static constexpr int kSpanBytes = 16 * (kSpanPieces | 1);
@@ -40,14 +41,14 @@ struct MmqRowSpans {
 // IQ3_XXS 112, MXFP4_SPLIT 144, MXFP8 272; the other formats' spans come out as long as
 // MmvqTiling's, which hold a unit at any start (after the rounding to an odd count of pieces).
 template <class Traits>
-using MmqRows = MmqRowSpans<Traits, std::gcd(16, std::gcd(Traits::kAlign, MmqRowSpans<Traits, 1>::kUnitBytes))>;
+using MmqRows = MmqRowSpans<Traits, std::gcd(16, std::gcd(Traits::kAlign, MmvqTiling<Traits>::kUnitBytes))>;
 
 // The spans of units aligned as the unit's own size allows (IQ4_NL: 144 bytes, a multiple of 16),
 // for a weight whose address and strides are (mmq_exact_spans_fit). They are shorter than MmqRows'
 // for IQ4_NL, Q8_0, Q5_0 and GGUF MXFP4, whose blocks are less aligned than their units; a kernel
 // may have an instance for each and pick at launch.
 template <class Traits>
-using MmqExactRows = MmqRowSpans<Traits, std::gcd(16, MmqRowSpans<Traits, 1>::kUnitBytes)>;
+using MmqExactRows = MmqRowSpans<Traits, std::gcd(16, MmvqTiling<Traits>::kUnitBytes)>;
 template <class Traits>
 inline constexpr bool kMmqExactRowsShorter = MmqExactRows<Traits>::kSpanBytes < MmqRows<Traits>::kSpanBytes;
 
