@@ -17,10 +17,8 @@ namespace lowbit::cuda_detail {
 
 inline constexpr int kMmqUnitElems = 256;
 
-// A warp's 16 staged rows (the staging of the bf16 MMVQ, mmvq/row_pipeline.cuh) with each row's
-// span as long as a unit needs whose start lies a multiple of kStartAlign bytes past a 16-byte
-// boundary: at most 16 - kStartAlign bytes of the span's first piece precede it. An odd number of
-// 16-byte pieces per row keeps the eight rows a lane group reads at once in distinct bank groups.
+// A warp's 16 staged rows (the staging of the bf16 MMVQ, mmvq/row_pipeline.cuh) with spans for a
+// unit that starts a multiple of kStartAlign bytes past a 16-byte boundary (row_span_bytes).
 template <class Traits, int kStartAlign>
 struct MmqRowSpans {
   using Unit = MmvqTiling<Traits>;  // rows and unit as the MMVQ stages them; only the spans differ
@@ -29,19 +27,15 @@ struct MmqRowSpans {
   static constexpr int kBlocksPerUnit = Unit::kBlocksPerUnit;
   static constexpr int kUnitBytes = Unit::kUnitBytes;
   static constexpr int kAlign = kStartAlign;
-  static constexpr int kSpanPieces = (kUnitBytes + (16 - kAlign) + 15) / 16;
-  static constexpr int kSpanBytes = 16 * (kSpanPieces | 1);
+  static constexpr int kSpanBytes = row_span_bytes(kUnitBytes, kAlign);
   static constexpr int kChunks = kSpanBytes / 16;
   static constexpr int kStageBytes = kRows * kSpanBytes;
 };
 
-// The spans every weight an entry point accepts fits: its data 16-byte aligned, its row and expert
-// strides multiples of the format's kAlign (check_weight, moe_api.cu), so a unit starts a multiple
-// of gcd(16, kAlign, unit bytes) past a 16-byte boundary. IQ4_XS 144 bytes, IQ2_XXS and IQ1_M 80,
-// IQ3_XXS 112, MXFP4_SPLIT 144, MXFP8 272; the other formats' spans come out as long as
-// MmvqTiling's, which hold a unit at any start (after the rounding to an odd count of pieces).
+// The spans every weight an entry point accepts fits (kUnitStartAlign, as the MMVQ's): IQ4_XS 144
+// bytes, IQ2_XXS and IQ1_M 80, IQ3_XXS 112, MXFP4_SPLIT 144, MXFP8 272.
 template <class Traits>
-using MmqRows = MmqRowSpans<Traits, std::gcd(16, std::gcd(Traits::kAlign, MmvqTiling<Traits>::kUnitBytes))>;
+using MmqRows = MmqRowSpans<Traits, kUnitStartAlign<Traits>>;
 
 // The spans of units aligned as the unit's own size allows (IQ4_NL: 144 bytes, a multiple of 16),
 // for a weight whose address and strides are (mmq_exact_spans_fit). They are shorter than MmqRows'
@@ -117,7 +111,10 @@ struct MmqTiling {
   static constexpr int kCodebookBytes = codebook_bytes_with(kPairCopies);
   static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024 - kRowTableBytes;  // less the alignment slack
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
-  static constexpr int kStages = kFit > 4 ? 4 : kFit;
+  // 128-token tiles keep two stages: IQ2_XXS's third (its 80-byte spans fit one) measured 1.5-1.9%
+  // slower at 128 to 8192 tokens (benchmarks/NOTES.md, "the two candidates of 1d4a804 run").
+  static constexpr int kMaxStages = kTokens == 128 ? 2 : 4;
+  static constexpr int kStages = kFit > kMaxStages ? kMaxStages : kFit;
   static_assert(kStages >= 2, "two stages fit shared memory");
   static_assert(!kInt8 || kStages >= 3, "the int8 path keeps units in flight");
   static constexpr int kSmemBytes = 1024 + kCodebookBytes + kStages * kStageBytes;

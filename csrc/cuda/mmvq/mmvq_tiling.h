@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <numeric>
 
 #include "cuda/common/codebook_sizes.h"
 #include "cuda/mmvq/lane_pairs_layout.h"
@@ -48,6 +49,21 @@ constexpr int lane_grid_copies(const LaneShape& s) {
   return copies < kGridCopies<Traits> ? copies : kGridCopies<Traits>;
 }
 
+// The shared-memory span of a staged row's unit of `unit_bytes` that starts a multiple of
+// `start_align` bytes past a 16-byte boundary: whole 16-byte pieces from that boundary, an odd
+// number of them. Lanes read rows g = 0..7 of a stage at once: an odd count puts the eight rows in
+// eight different bank groups (an even count gave 2- to 8-way conflicts, e.g. IQ3_XXS).
+constexpr int row_span_bytes(int unit_bytes, int start_align) {
+  return 16 * (((unit_bytes + (16 - start_align) + 15) / 16) | 1);
+}
+
+// Where a 256-weight unit of a row starts past a 16-byte boundary: a multiple of this for every
+// weight the entry points accept (data 16-byte aligned, row and expert strides multiples of the
+// format's kAlign: check_weight, moe_api.cu).
+template <class Traits>
+inline constexpr int kUnitStartAlign =
+    std::gcd(16, std::gcd(Traits::kAlign, 256 / Traits::kBlockElems * Traits::kBlockBytes));
+
 // The bf16 tensor-core MMVQ (mmvq/bf16_kernel.cuh) and the weight staging it shares with the int8
 // kernel: a block owns 16 rows, its warps split K into 256-weight units streamed through rings.
 template <class Traits>
@@ -56,11 +72,7 @@ struct MmvqTiling {
   static constexpr int kUnitElems = 256;
   static constexpr int kBlocksPerUnit = kUnitElems / Traits::kBlockElems;
   static constexpr int kUnitBytes = kBlocksPerUnit * Traits::kBlockBytes;
-  // The 16-byte-aligned span holding a unit reaches at most 15 bytes past either end. Lanes read
-  // rows g = 0..7 of a stage at once: an odd number of 16-byte pieces per row puts the eight rows
-  // in eight different bank groups (an even count gave 2- to 8-way conflicts, e.g. IQ3_XXS).
-  static constexpr int kSpanPieces = (kUnitBytes + 30 + 15) / 16;
-  static constexpr int kSpanBytes = 16 * (kSpanPieces | 1);
+  static constexpr int kSpanBytes = row_span_bytes(kUnitBytes, kUnitStartAlign<Traits>);
   static constexpr int kChunks = kSpanBytes / 16;
   static constexpr int kStageBytes = kRows * kSpanBytes;
   static constexpr int kStages = kStageBytes <= 3072 ? 3 : 2;
