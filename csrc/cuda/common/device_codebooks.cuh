@@ -106,8 +106,9 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
 }
 
 // int8_codebooks with kGridCopies<Traits> copies of the grid, built by the whole block in 16-byte
-// stores of consecutive copies (caller syncs); this lane reads copy lane % copies.
-template <class Traits, int kCopies = kGridCopies<Traits>>
+// stores of consecutive copies (caller syncs); this lane reads copy lane % copies, through an
+// address the compiler cannot see into where kOpaqueCopy (below).
+template <class Traits, int kCopies = kGridCopies<Traits>, bool kOpaqueCopy = true>
 __device__ __forceinline__ Codebooks replicated_int8_codebooks(uint8_t* shared) {
   constexpr Codebook kBook = Traits::kCodebook;
   if constexpr (kCopies == 1) {
@@ -128,7 +129,16 @@ __device__ __forceinline__ Codebooks replicated_int8_codebooks(uint8_t* shared) 
         dst[i] = make_uint4(lo, hi, lo, hi);
       }
     }
-    return codebooks_at<kBook>(reinterpret_cast<const Entry*>(shared) + (threadIdx.x & 31) % kCopies, kCopies);
+    const Entry* lane_copy = reinterpret_cast<const Entry*>(shared) + (threadIdx.x & 31) % kCopies;
+    if constexpr (kOpaqueCopy) {
+      // Seen as the table's base plus a lane offset below one entry's stride, the copy made the
+      // compiler form every lookup as (index * copies | lane) * size + base, three instructions;
+      // from an address it cannot see into, a lookup's address is one multiply-add.
+      uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(lane_copy));
+      asm("" : "+r"(address));
+      lane_copy = static_cast<const Entry*>(__cvta_shared_to_generic(address));
+    }
+    return codebooks_at<kBook>(lane_copy, kCopies);
   }
 }
 

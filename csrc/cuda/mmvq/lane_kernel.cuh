@@ -261,7 +261,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   // which the kernel before may write: their first lines start after the wait, behind the
   // activation loads, which would otherwise queue behind them: NOTES.md.)
   if constexpr (!kPairs) prefetch_group(group, 0);
-  const Codebooks cb = replicated_int8_codebooks<Traits, lane_grid_copies<Traits>(kShape)>(smem);
+  const Codebooks cb =
+      replicated_int8_codebooks<Traits, lane_grid_copies<Traits>(kShape), lane_grid_opaque_copy<Traits>(kWords)>(smem);
   pdl_wait_for_primary();
   if constexpr (kPairs)
     quantize_into_shared<Act, Traits::kI8Order, 0>(a, first_x_row, x_rows.count, codes, code_scales,

@@ -49,6 +49,14 @@ constexpr int lane_grid_copies(const LaneShape& s) {
   return copies < kGridCopies<Traits> ? copies : kGridCopies<Traits>;
 }
 
+// Whether the lane kernel reads its grid copy through an opaque address (replicated_int8_codebooks):
+// everywhere but IQ2_XXS's byte-reading instances, whose four-row pairs items then spilled 104 bytes
+// (benchmarks/NOTES.md, "the grid copy's address").
+template <class Traits>
+constexpr bool lane_grid_opaque_copy(bool words) {
+  return words || Traits::kType != QuantType::IQ2_XXS;
+}
+
 // The shared-memory span of a staged row's unit of `unit_bytes` that starts a multiple of
 // `start_align` bytes past a 16-byte boundary: whole 16-byte pieces from that boundary, an odd
 // number of them. Lanes read rows g = 0..7 of a stage at once: an odd count puts the eight rows in
