@@ -50,8 +50,9 @@ constexpr int lane_grid_copies(const LaneShape& s) {
 }
 
 // Whether the lane kernel reads its grid copy through an opaque address (replicated_int8_codebooks):
-// everywhere but IQ2_XXS's byte-reading instances, whose four-row pairs items then spilled 104 bytes
-// (benchmarks/NOTES.md, "the grid copy's address").
+// everywhere but IQ2_XXS's byte-reading instances. With it their four-row pairs items spilled 104
+// bytes; the dense ones did not, but kept the old form too, as measured (benchmarks/NOTES.md, "the
+// grid copy's address").
 template <class Traits>
 constexpr bool lane_grid_opaque_copy(bool words) {
   return words || Traits::kType != QuantType::IQ2_XXS;
