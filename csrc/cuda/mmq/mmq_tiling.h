@@ -111,8 +111,8 @@ struct MmqTiling {
   static constexpr int kCodebookBytes = codebook_bytes_with(kPairCopies);
   static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024 - kRowTableBytes;  // less the alignment slack
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
-  // 128-token tiles keep two stages: IQ2_XXS's third (its 80-byte spans fit one) measured 1.5-1.9%
-  // slower at 128 to 8192 tokens (benchmarks/NOTES.md, "the two candidates of 1d4a804 run").
+  // 128-token tiles keep two stages: IQ2_XXS's third (its 80-byte spans fit one) measured slower
+  // (benchmarks/NOTES.md, "the two candidates of 1d4a804 run").
   static constexpr int kMaxStages = kTokens == 128 ? 2 : 4;
   static constexpr int kStages = kFit > kMaxStages ? kMaxStages : kFit;
   static_assert(kStages >= 2, "two stages fit shared memory");

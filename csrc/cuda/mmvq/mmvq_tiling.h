@@ -49,13 +49,11 @@ constexpr int lane_grid_copies(const LaneShape& s) {
   return copies < kGridCopies<Traits> ? copies : kGridCopies<Traits>;
 }
 
-// Whether the lane kernel reads its grid copy through an opaque address (replicated_int8_codebooks):
-// everywhere but IQ2_XXS's byte-reading instances. With it their four-row pairs items spilled 104
-// bytes; the dense ones did not, but kept the old form too, as measured (benchmarks/NOTES.md, "the
-// grid copy's address").
+// Whether the lane kernel reads its grid copy through an opaque address (replicated_int8_codebooks;
+// the exceptions are tuning rows).
 template <class Traits>
 constexpr bool lane_grid_opaque_copy(bool words) {
-  return words || Traits::kType != QuantType::IQ2_XXS;
+  return tuning::lane_grid_opaque_copy(Traits::kType, words);
 }
 
 // The shared-memory span of a staged row's unit of `unit_bytes` that starts a multiple of

@@ -91,6 +91,13 @@ inline constexpr LanePairsRow kLanePairsFewRows[] = {
     {Q::IQ4_XS, 2, 1, 1, &kMoeFewPairs20261202},
 };
 
+// The grid copy through an opaque address, everywhere but IQ2_XXS's byte-reading instances: their
+// four-row pairs items spilled with it (NOTES.md, "the grid copy's address").
+inline constexpr Provenance kLaneGridAddress20261203{"H200", "50c02d7", "2026-12-03"};  // against 8c996ac
+inline constexpr LaneGridAddressRow kLaneGridPlainAddressRows[] = {
+    {Q::IQ2_XXS, W::kBytesOnly, &kLaneGridAddress20261203},
+};
+
 // One group per thread where two groups of a block share nothing worth building once (or the
 // int8 form's stores fill whole sectors); two elsewhere (NOTES.md, "dequantize").
 inline constexpr DequantRow kDequantRows[] = {

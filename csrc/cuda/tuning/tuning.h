@@ -30,6 +30,15 @@ constexpr LanePairsRow lane_pairs_split(QuantType t, bool few = false) {
   return {t, 2, 1, 1, nullptr};
 }
 
+// Whether the lane MMVQ of type t, reading aligned words or bytes, reads its grid copy through an
+// opaque address (kLaneGridPlainAddressRows).
+constexpr bool lane_grid_opaque_copy(QuantType t, bool words) {
+  for (const LaneGridAddressRow& row : sm90::kLaneGridPlainAddressRows)
+    if (row.type == t && (row.plain_in == WordsKernel::kBoth || (row.plain_in == WordsKernel::kWordsOnly) == words))
+      return false;
+  return true;
+}
+
 constexpr DequantRow dequant_row(QuantType t) {
   for (const DequantRow& row : sm90::kDequantRows)
     if (row.type == t || row.type == kAnyType) return row;

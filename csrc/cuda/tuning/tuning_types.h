@@ -66,6 +66,14 @@ struct LanePairsRow {
   int table_kb = 0;  // LaneShape's
 };
 
+// The lane MMVQ reads its grid copy through an address the compiler cannot see into
+// (replicated_int8_codebooks) but in the instances a row names (plain_in), which spilled with it.
+struct LaneGridAddressRow {
+  QuantType type;
+  WordsKernel plain_in;
+  const Provenance* measured;
+};
+
 struct LaneRow {
   QuantType type;
   int tokens;  // 1, 2, or 4 (the kernel of three or four tokens)
