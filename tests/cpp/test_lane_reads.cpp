@@ -169,6 +169,26 @@ TEST(GridSigns, ByteMaskSpreadsEachBit) {
   }
 }
 
+// IQ3_S's nine-bit index pieces: spread_bits puts bit j of four at bit 0 of byte j, and grid_index
+// (one prmt, its upper bytes by sign replication) is byte j of `low` with that bit as bit 8, for
+// every byte value, high bit and position, with the other bytes of both words random.
+TEST(LaneReads, Iq3sNineBitIndexByPrmt) {
+  using R = LaneReads<QuantType::IQ3_S>;
+  for (uint32_t four = 0; four < 16; ++four) {
+    uint32_t expected = 0;
+    for (int j = 0; j < 4; ++j) expected |= (four >> j & 1u) << (8 * j);
+    EXPECT_EQ(R::spread_bits(four), expected) << "bits " << four;
+  }
+  std::mt19937 rng(20261204);
+  for (uint32_t byte = 0; byte < 256; ++byte)
+    for (uint32_t four = 0; four < 16; ++four)
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t low = (static_cast<uint32_t>(rng()) & ~(0xFFu << (8 * j))) | byte << (8 * j);
+        ASSERT_EQ(R::grid_index(low, R::spread_bits(four), j), byte | (four >> j & 1u) << 8)
+            << "byte " << byte << " bits " << four << " position " << j;
+      }
+}
+
 // grid_i8 (magnitudes and signs apart) gives decode_i8 once the signs are applied, and its split
 // dot product dot(mag, x) - 2 dot(mag & mask, x) equals the signed one, on random blocks and x.
 template <class Traits>

@@ -39,7 +39,7 @@ struct LaneReads<QuantType::IQ2_XXS> : LaneReadsBase<QuantType::IQ2_XXS> {
     return r;
   }
   LOWBIT_HD static GridGroup grid_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
-    return Format::group_grid((w.sub[0] >> (8 * l)) & 0xFFu, w.sub[1], l, cb);
+    return Format::group_grid(word_byte(w.sub[0], l), w.sub[1], l, cb);
   }
   LOWBIT_HD static float scale_i8_from(const LaneWords& w, int) {
     return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(w.d)), w.sub[1] >> 28);
