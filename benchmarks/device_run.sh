@@ -185,7 +185,9 @@ for step in "${steps[@]}"; do
       # the vector MoE's pairs kernel (the lane or the int8 MMVQ; NCU_MOE_KERNEL=moe_batched: the
       # grouped MMQ) of moe_proj for NCU_TYPES at NCU_M tokens: one of profile_moe.py's warm-up
       # calls, back to back (NCU_SKIP matching launches skipped; L2 left warm, as in its replays),
-      # with the warp-state samples of every SASS line (ncu-moe-*-sass.csv, read by tools/ncu_source.py)
+      # with the warp-state samples of every SASS line (ncu-moe-*-sass.csv, read by tools/ncu_source.py);
+      # the fewest, most and mean active cycles of an SM say whether the SMs' idle time is at the
+      # launch (the most well below the elapsed cycles) or at an uneven end (the fewest well below)
       moe_kernel="${NCU_MOE_KERNEL:-moe_vec}"
       regex="mmvq_(lane|int8)_kernel"; [ "$moe_kernel" = moe_batched ] && regex="mmq_grouped_kernel"
       for t in ${NCU_TYPES:-iq4_xs}; do
@@ -193,11 +195,12 @@ for step in "${steps[@]}"; do
           rep="$OUT/ncu-$moe_kernel-$t-m$m"
           ncu --clock-control none --cache-control none -k regex:"$regex" --launch-skip "${NCU_SKIP:-6}" \
             --launch-count 1 --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section Occupancy \
-            --section LaunchStats --section MemoryWorkloadAnalysis --section SourceCounters -o "$rep" -f \
-            python3 benchmarks/profile_moe.py --types "$t" --tokens "$m" --ops moe_proj --kernels "$moe_kernel" \
+            --section LaunchStats --section MemoryWorkloadAnalysis --section SourceCounters \
+            --metrics sm__cycles_active.min,sm__cycles_active.max,sm__cycles_active.avg,smsp__inst_executed.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum \
+            -o "$rep" -f python3 benchmarks/profile_moe.py --types "$t" --tokens "$m" --ops moe_proj --kernels "$moe_kernel" \
             > "$rep.log" 2>&1
           echo "ncu $moe_kernel $t T=$m rc=$?"
-          export_ncu_report "$rep" "Duration|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Memory Thr|DRAM Thr|Registers Per|Block Limit"
+          export_ncu_report "$rep" "Duration|Elapsed Cycles|sm__cycles_active|Issued Warp Per|Warp Cycles Per Issued|Achieved Occupancy|Memory Thr|DRAM Thr|Registers Per|Block Limit"
         done
       done ;;
     ncu-routing)
