@@ -35,16 +35,13 @@ struct LaneReadsBase {
   using Block = typename Format::Block;
 };
 
-// Byte l of a word, zero-extended. On the device one PRMT into a zero word, which a grid lookup
+// Byte l of a word, zero-extended: one PRMT into a zero word on the device, which a grid lookup
 // then scales and adds to its copy's address in one IMAD; from a shift and mask the compiler
 // scaled the byte in place (shift, mask, add: one instruction more per lookup). IQ2_S's reads
-// gained nothing from it and keep the shift.
+// gained nothing from it and keep the shift. byte_perm on both sides, so that the host tests run
+// the device's definition (the same SASS as __byte_perm).
 LOWBIT_HD uint32_t word_byte(uint32_t word, int l) {
-#if defined(__CUDA_ARCH__)
-  return __byte_perm(word, 0u, 0x4440u + static_cast<uint32_t>(l));
-#else
-  return (word >> (8 * l)) & 0xFFu;
-#endif
+  return byte_perm(word, 0u, 0x4440u + static_cast<uint32_t>(l));
 }
 
 // A little-endian word (halfword) of weight bytes at a 4-byte (2-byte) aligned address, read whole
