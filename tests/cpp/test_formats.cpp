@@ -154,6 +154,15 @@ TEST(BytePerm, HostMatchesPrmtSemantics) {
   EXPECT_EQ(byte_perm(0x03020100u, 0x07060504u, 0x7531u), 0x07050301u);
   EXPECT_EQ(byte_perm(0x00000080u, 0u, 0x4448u), 0x000000FFu);  // sign replicate
   EXPECT_EQ(spread_sign_bits4(0b1010u), 0x80008000u);
+  // Every selector nibble (PTX prmt, default mode): 0-7 pick byte n of hi:lo, 8-15 replicate the
+  // sign of byte n - 8; the bytes alternate between negative and non-negative.
+  const uint32_t lo = 0x44832281u, hi = 0x08F07F90u;
+  const uint32_t picked[16] = {0x81, 0x22, 0x83, 0x44, 0x90, 0x7F, 0xF0, 0x08,
+                               0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00};
+  for (uint32_t n = 0; n < 16; ++n) {
+    EXPECT_EQ(byte_perm(lo, hi, n * 0x1111u), picked[n] * 0x01010101u) << "nibble " << n;
+    EXPECT_EQ(byte_perm(lo, hi, 0x7600u | n << 4), 0x08F00081u | picked[n] << 8) << "nibble " << n << " in byte 1";
+  }
 }
 
 // The int8 form (decode_i8 * scale_i8) yields the same float as decode_group for every weight of

@@ -67,6 +67,27 @@ static_assert(!HasLaneWords<FormatTraits<QuantType::IQ2_XS>>::value &&
                   lane_anchor<FormatTraits<QuantType::MXFP4>>(3) == 0,
               "a type without LaneReads is read through its format alone");
 
+// IQ3_S's nine-bit index pieces: spread_bits puts bit j of four at bit 0 of byte j, and grid_index
+// (one prmt, its upper bytes by sign replication) is byte j of `low` with that bit as bit 8, for
+// every byte value, high bit and position, with the other bytes of both words random. Before
+// WordsEqualTheBlockReads, whose host lookups a wrong index would send out of bounds.
+TEST(LaneReads, Iq3sNineBitIndexByPrmt) {
+  using R = LaneReads<QuantType::IQ3_S>;
+  for (uint32_t four = 0; four < 16; ++four) {
+    uint32_t expected = 0;
+    for (int j = 0; j < 4; ++j) expected |= (four >> j & 1u) << (8 * j);
+    EXPECT_EQ(R::spread_bits(four), expected) << "bits " << four;
+  }
+  std::mt19937 rng(20261204);
+  for (uint32_t byte = 0; byte < 256; ++byte)
+    for (uint32_t four = 0; four < 16; ++four)
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t low = (static_cast<uint32_t>(rng()) & ~(0xFFu << (8 * j))) | byte << (8 * j);
+        ASSERT_EQ(R::grid_index(low, R::spread_bits(four), j), byte | (four >> j & 1u) << 8)
+            << "byte " << byte << " bits " << four << " position " << j;
+      }
+}
+
 // The dp4a MMVQ's aligned-word read (HasLaneWords): every sub-block of every block of a row of
 // paired blocks (a 4-byte-aligned row of an even number of blocks, random bytes around it) read
 // through lane_words decodes as the block's own decode_i8 (grid_i8, addends) and scale_i8; and
@@ -167,26 +188,6 @@ TEST(GridSigns, ByteMaskSpreadsEachBit) {
       if (nibble >> i & 1u) expected |= 0xFFu << (8 * i);
     EXPECT_EQ(sign_byte_mask4(nibble), expected) << "nibble " << nibble;
   }
-}
-
-// IQ3_S's nine-bit index pieces: spread_bits puts bit j of four at bit 0 of byte j, and grid_index
-// (one prmt, its upper bytes by sign replication) is byte j of `low` with that bit as bit 8, for
-// every byte value, high bit and position, with the other bytes of both words random.
-TEST(LaneReads, Iq3sNineBitIndexByPrmt) {
-  using R = LaneReads<QuantType::IQ3_S>;
-  for (uint32_t four = 0; four < 16; ++four) {
-    uint32_t expected = 0;
-    for (int j = 0; j < 4; ++j) expected |= (four >> j & 1u) << (8 * j);
-    EXPECT_EQ(R::spread_bits(four), expected) << "bits " << four;
-  }
-  std::mt19937 rng(20261204);
-  for (uint32_t byte = 0; byte < 256; ++byte)
-    for (uint32_t four = 0; four < 16; ++four)
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t low = (static_cast<uint32_t>(rng()) & ~(0xFFu << (8 * j))) | byte << (8 * j);
-        ASSERT_EQ(R::grid_index(low, R::spread_bits(four), j), byte | (four >> j & 1u) << 8)
-            << "byte " << byte << " bits " << four << " position " << j;
-      }
 }
 
 // grid_i8 (magnitudes and signs apart) gives decode_i8 once the signs are applied, and its split
