@@ -69,7 +69,7 @@ static_assert(!HasLaneWords<FormatTraits<QuantType::IQ2_XS>>::value &&
 
 // IQ3_S's nine-bit index pieces: spread_bits puts bit j of four at bit 0 of byte j, and grid_index
 // (one prmt, its upper bytes by sign replication) is byte j of `low` with that bit as bit 8, for
-// every byte value, high bit and position, with the other bytes of both words random. Before
+// every byte value, four high bits and position (low's other bytes random). Before
 // WordsEqualTheBlockReads, whose host lookups a wrong index would send out of bounds.
 TEST(LaneReads, Iq3sNineBitIndexByPrmt) {
   using R = LaneReads<QuantType::IQ3_S>;
