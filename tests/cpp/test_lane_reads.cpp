@@ -67,7 +67,7 @@ static_assert(!HasLaneWords<FormatTraits<QuantType::IQ2_XS>>::value &&
                   lane_anchor<FormatTraits<QuantType::MXFP4>>(3) == 0,
               "a type without LaneReads is read through its format alone");
 
-// IQ3_S's nine-bit index pieces: spread_bits puts bit j of four at bit 0 of byte j, and grid_index
+// IQ3_S's nine-bit index pieces: spread_bits4 puts bit j of four at bit 0 of byte j, and grid_index
 // (one prmt, its upper bytes by sign replication) is byte j of `low` with that bit as bit 8, for
 // every byte value, four high bits and position (low's other bytes random). Before
 // WordsEqualTheBlockReads, whose host lookups a wrong index would send out of bounds.
@@ -76,14 +76,14 @@ TEST(LaneReads, Iq3sNineBitIndexByPrmt) {
   for (uint32_t four = 0; four < 16; ++four) {
     uint32_t expected = 0;
     for (int j = 0; j < 4; ++j) expected |= (four >> j & 1u) << (8 * j);
-    EXPECT_EQ(R::spread_bits(four), expected) << "bits " << four;
+    EXPECT_EQ(spread_bits4(four), expected) << "bits " << four;
   }
   std::mt19937 rng(20261204);
   for (uint32_t byte = 0; byte < 256; ++byte)
     for (uint32_t four = 0; four < 16; ++four)
       for (int j = 0; j < 4; ++j) {
         const uint32_t low = (static_cast<uint32_t>(rng()) & ~(0xFFu << (8 * j))) | byte << (8 * j);
-        ASSERT_EQ(R::grid_index(low, R::spread_bits(four), j), byte | (four >> j & 1u) << 8)
+        ASSERT_EQ(R::grid_index(low, spread_bits4(four), j), byte | (four >> j & 1u) << 8)
             << "byte " << byte << " bits " << four << " position " << j;
       }
 }

@@ -36,9 +36,6 @@ struct LaneReads<QuantType::IQ3_XXS> : LaneReadsBase<QuantType::IQ3_XXS> {
 
 template <>
 struct LaneReads<QuantType::IQ3_S> : LaneReadsBase<QuantType::IQ3_S> {
-  // Four high index bits as four bytes of 0 or 1 (bit j to bit 0 of byte j): the multiply puts
-  // copies of bit j at j + 7 s for s = 0..3, all distinct, and the mask keeps s = j.
-  LOWBIT_HD static uint32_t spread_bits(uint32_t four_bits) { return (four_bits * 0x00204081u) & 0x01010101u; }
   // A nine-bit grid index: byte j of `low` with byte j of `high` (0 or 1) as bit 8, one PRMT: its
   // upper bytes replicate the sign of high's byte j (zero), where the shift, mask and merge of the
   // high bit took three instructions per lookup. byte_perm, not __byte_perm: the intrinsic reads
@@ -50,7 +47,7 @@ struct LaneReads<QuantType::IQ3_S> : LaneReadsBase<QuantType::IQ3_S> {
 
   // The aligned-word read of sub-block ib (HasLaneWords): its 8 low index bytes and 4 sign bytes
   // in five word loads, qh, the scale byte and d in three more (eighteen byte and halfword loads
-  // in the SASS of the block reads). high[h]: qh's bits 4h..4h + 3 spread (spread_bits).
+  // in the SASS of the block reads). high[h]: qh's bits 4h..4h + 3 spread to bytes (spread_bits4).
   struct LaneWords {
     uint32_t qs[2];
     uint32_t signs[1];
@@ -63,8 +60,8 @@ struct LaneReads<QuantType::IQ3_S> : LaneReadsBase<QuantType::IQ3_S> {
     phase_words(block4, static_cast<int>(offsetof(Block, signs)) + 4 * ib, odd, r.signs);
     const uint8_t* block = block4 + 2 * odd;
     const uint32_t qh = block[offsetof(Block, qh) + ib];
-    r.high[0] = spread_bits(qh & 0xFu);
-    r.high[1] = spread_bits(qh >> 4);
+    r.high[0] = spread_bits4(qh);
+    r.high[1] = spread_bits4(qh >> 4);
     r.s4 = (block[offsetof(Block, scales) + (ib >> 1)] >> (4 * (ib & 1))) & 0xFu;
     r.d = phase_head_u16(block4, odd);
     return r;

@@ -148,10 +148,14 @@ LOWBIT_HD uint32_t byte_perm(uint32_t lo, uint32_t hi, uint32_t selector) {
 #endif
 }
 
-// Spreads the low 4 bits of `bits` to bytes: bit i -> 0x80 in byte i (a sign byte mask).
-LOWBIT_HD uint32_t spread_sign_bits4(uint32_t bits) {
+// Spreads the low 4 bits of `bits` to bytes: bit i -> bit 0 of byte i.
+LOWBIT_HD uint32_t spread_bits4(uint32_t bits) {
   // bit i lands at 8i from the four disjoint shifted copies (x<<0, x<<7, x<<14, x<<21)
-  return ((bits & 0xFu) * 0x00204081u & 0x01010101u) << 7;
+  return (bits & 0xFu) * 0x00204081u & 0x01010101u;
+}
+// The same with bit i -> 0x80 in byte i (a sign byte mask).
+LOWBIT_HD uint32_t spread_sign_bits4(uint32_t bits) {
+  return spread_bits4(bits) << 7;
 }
 
 // Parity sign completion shared by the IQ2/IQ3 formats: a 7-bit code stores signs 0..6, and the
