@@ -142,6 +142,16 @@ TEST(LanePairsGrid, FewItemsTakeTheirOwnSplit) {
   EXPECT_FALSE((lane_pairs_few<IQ3S, true>(1536, 8, d)));
   EXPECT_FALSE((lane_pairs_few<IQ3S, false>(2048, 8, d)));
   EXPECT_FALSE((lane_pairs_few<IQ1M, false>(768, 1, d)));
+  // the sign-mask table: in the common splits of IQ2_XXS and IQ3_XXS, not in their splits for few
+  // items (its build would sit on one token's chain), and for the dense kernel IQ2_XXS's only
+  using IQ2 = FormatTraits<QuantType::IQ2_XXS>;
+  using IQ3X = FormatTraits<QuantType::IQ3_XXS>;
+  static_assert(lane_pairs_shape<IQ2>(true, false).sign_table && lane_pairs_shape<IQ2>(true, true).sign_table);
+  static_assert(lane_pairs_shape<IQ3X>(true, false).sign_table);
+  static_assert(!lane_pairs_shape<IQ2>(true, false, true).sign_table);
+  static_assert(!lane_pairs_shape<IQ3X>(true, false, true).sign_table);
+  static_assert(lane_shape<IQ2>(1).sign_table && !lane_shape<IQ3X>(1).sign_table);
+  static_assert(!lane_pairs_shape<IQ3S>(true, false).sign_table);
   // a device of fewer multiprocessors fills sooner
   DeviceFacts small = d;
   small.multiprocessors = 16;

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda/common/sign_mask_table.h"
 #include "cuda/mmvq/lane_reads.h"
 #include "lowbit/formats/all.h"
 
@@ -137,6 +138,11 @@ void expect_lane_words_match(std::mt19937& rng) {
             const GridGroup g = Traits::grid_i8(b, 4 * s + l, cb), g_words = Reads::grid_i8_from(w, l, cb);
             ASSERT_TRUE(g.mag[0] == g_words.mag[0] && g.mag[1] == g_words.mag[1] && g.signs == g_words.signs)
                 << Traits::kName << " block " << j << " sub-block " << s << " group " << l;
+            if constexpr (HasSignCodes<Traits>::value) {  // the code the lane kernel's sign table reads
+              const uint32_t code = Reads::sign_code_from(w, l);
+              ASSERT_TRUE(code < 128u && ksigns_iq2xs(code) == g.signs)
+                  << Traits::kName << " block " << j << " sub-block " << s << " group " << l;
+            }
           }
           if constexpr (HasI8Addends<Traits>::value) {
             const Int8Addends a = Reads::decode_i8_addends_from(w, l, cb);
@@ -179,6 +185,37 @@ int dp4a_host(uint32_t a, uint32_t b) {
     sum += static_cast<int8_t>(static_cast<uint8_t>(a >> (8 * i))) *
            static_cast<int8_t>(static_cast<uint8_t>(b >> (8 * i)));
   return sum;
+}
+
+// The lane kernel's sign-mask table (SignMaskTable): built store by store as the kernel's block
+// does, every lane's copy (lane % copies) gives each code's two byte masks, for the layouts of
+// 8-byte grid entries (one plane) and 4-byte ones (two), and its size is 128 * 8 * copies.
+template <int kEntryBytes, int kCopies>
+void expect_sign_mask_table() {
+  using Table = SignMaskTable<kEntryBytes, kCopies>;
+  static_assert(Table::kBytes == 128 * 8 * kCopies, "mmvq_tiling.h's table_bytes");
+  std::vector<uint32_t> words(Table::kStores * 4, 0xDEADBEEFu);
+  for (int i = 0; i < Table::kStores; ++i) {
+    uint32_t v[4];
+    Table::store_words(i, v);
+    for (int k = 0; k < 4; ++k) words[4 * i + k] = v[k];
+  }
+  const uint8_t* table = reinterpret_cast<const uint8_t*>(words.data());
+  for (int lane = 0; lane < 32; ++lane)
+    for (uint32_t code = 0; code < 128; ++code) {
+      uint32_t lo = 0, hi = 0;
+      Table::masks_at(table + (lane % kCopies) * kEntryBytes, code, lo, hi);
+      const uint32_t signs = ksigns_iq2xs(code);
+      ASSERT_TRUE(lo == sign_byte_mask4(signs & 0xFu) && hi == sign_byte_mask4(signs >> 4))
+          << kEntryBytes << "-byte entries, " << kCopies << " copies, lane " << lane << " code " << code;
+    }
+}
+
+TEST(GridSigns, SignMaskTableGivesEveryLaneItsMasks) {
+  expect_sign_mask_table<8, 16>();  // IQ2_XXS
+  expect_sign_mask_table<8, 2>();
+  expect_sign_mask_table<4, 32>();  // IQ3_XXS
+  expect_sign_mask_table<4, 4>();
 }
 
 TEST(GridSigns, ByteMaskSpreadsEachBit) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cuda/common/codebook_sizes.h"
+#include "cuda/common/sign_mask_table.h"
 #include "lowbit/formats/codebook_data.h"
 #include "lowbit/formats/common.h"
 
@@ -105,6 +106,42 @@ __device__ __forceinline__ Codebooks int8_codebooks(uint8_t* shared) {
   }
 }
 
+// A shared-memory pointer the compiler cannot see into. Seen as a table's base plus a lane offset
+// below one entry's stride, a lane's copy made the compiler form every lookup as
+// (index * copies | lane) * size + base, three instructions; from an address it cannot see into,
+// a lookup's address is one multiply-add.
+template <class T>
+__device__ __forceinline__ const T* opaque_shared_address(const T* p) {
+  uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm("" : "+r"(address));
+  return static_cast<const T*>(__cvta_shared_to_generic(address));
+}
+
+// The table a Codebooks reads kBook's grid from (in the lane kernel: this lane's copy).
+template <Codebook kBook>
+__device__ __forceinline__ const void* grid_table(const Codebooks& cb) {
+  if constexpr (kBook == Codebook::kIq2xxs) return cb.iq2xxs_grid.table;
+  if constexpr (kBook == Codebook::kIq2xs) return cb.iq2xs_grid.table;
+  if constexpr (kBook == Codebook::kIq2s) return cb.iq2s_grid.table;
+  if constexpr (kBook == Codebook::kIq3xxs) return cb.iq3xxs_grid.table;
+  if constexpr (kBook == Codebook::kIq3s) return cb.iq3s_grid.table;
+  if constexpr (kBook == Codebook::kIq1s) return cb.iq1s_grid.table;
+  return nullptr;
+}
+
+// The sign-mask table (cuda/common/sign_mask_table.h) built by the whole block into `shared`
+// (SignMaskTable::kBytes; caller syncs).
+template <int kEntryBytes, int kCopies>
+__device__ __forceinline__ void build_sign_masks(uint8_t* shared) {
+  using Table = SignMaskTable<kEntryBytes, kCopies>;
+  uint4* dst = reinterpret_cast<uint4*>(shared);
+  for (int i = threadIdx.x; i < Table::kStores; i += blockDim.x) {
+    uint32_t v[4];
+    Table::store_words(i, v);
+    dst[i] = make_uint4(v[0], v[1], v[2], v[3]);
+  }
+}
+
 // int8_codebooks with kGridCopies<Traits> copies of the grid, built by the whole block in 16-byte
 // stores of consecutive copies (caller syncs); this lane reads copy lane % copies, through an
 // address the compiler cannot see into where kOpaqueCopy (below).
@@ -130,15 +167,7 @@ __device__ __forceinline__ Codebooks replicated_int8_codebooks(uint8_t* shared) 
       }
     }
     const Entry* lane_copy = reinterpret_cast<const Entry*>(shared) + (threadIdx.x & 31) % kCopies;
-    if constexpr (kOpaqueCopy) {
-      // Seen as the table's base plus a lane offset below one entry's stride, the copy made the
-      // compiler form every lookup as (index * copies | lane) * size + base, three instructions;
-      // from an address it cannot see into, a lookup's address is one multiply-add.
-      uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(lane_copy));
-      asm("" : "+r"(address));
-      lane_copy = static_cast<const Entry*>(__cvta_shared_to_generic(address));
-    }
-    return codebooks_at<kBook>(lane_copy, kCopies);
+    return codebooks_at<kBook>(kOpaqueCopy ? opaque_shared_address(lane_copy) : lane_copy, kCopies);
   }
 }
 

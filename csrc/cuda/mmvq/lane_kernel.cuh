@@ -172,6 +172,10 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   constexpr int kAhead = kShape.prefetch_ahead;
   static_assert(!kShape.select_prefetch || kAhead == 1, "the select form prefetches the next round");
   static_assert(!kSplitSigns || (kTokens == 1 && HasGridI8<Traits>::value), "split signs: one token, grid formats");
+  // The split signs' byte masks from the sign-code table (LaneShape's sign_table; the words
+  // instance reads the codes, the bytes instance keeps the arithmetic but the same shared layout).
+  static_assert(!(kSplitSigns && kShape.sign_table) || HasSignCodes<Traits>::value, "sign table: seven-bit sign codes");
+  constexpr bool kSignTable = kSplitSigns && kShape.sign_table && kWords;
   // One token, formats with addends (IQ4_NL, IQ4_XS through nibble_lookup_addends): four dp4a per
   // group instead of two, and a third fewer integer-ALU instructions to form the bytes (NOTES.md,
   // "IQ4 lookups as addends"); IQ4_XS's through its 64-bit code reads where the shape asks for
@@ -263,6 +267,15 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   if constexpr (!kPairs) prefetch_group(group, 0);
   const Codebooks cb =
       replicated_int8_codebooks<Traits, lane_grid_copies<Traits>(kShape), lane_grid_opaque_copy<Traits>(kWords)>(smem);
+  // The sign masks after the grid, laid out like it: a lane's sit at a constant offset from its
+  // grid copy, so a lookup needs no second per-lane address.
+  constexpr int kGridCopiesHere = lane_grid_copies<Traits>(kShape);
+  constexpr int kGridEntryBytes = codebook_entry_bytes(Traits::kCodebook);
+  [[maybe_unused]] const uint8_t* sign_copy = nullptr;
+  if constexpr (kSignTable) {
+    build_sign_masks<kGridEntryBytes, kGridCopiesHere>(smem + Tl::grid_table_bytes(kShape));
+    sign_copy = static_cast<const uint8_t*>(grid_table<Traits::kCodebook>(cb)) + Tl::grid_table_bytes(kShape);
+  }
   pdl_wait_for_primary();
   if constexpr (kPairs)
     quantize_into_shared<Act, Traits::kI8Order, 0>(a, first_x_row, x_rows.count, codes, code_scales,
@@ -359,9 +372,17 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
               q = LaneReadsOf<Traits>::grid_i8_from(words, t, cb);
             else
               q = grid_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
+            [[maybe_unused]] uint2 masks;
+            if constexpr (kSignTable)
+              SignMaskTable<kGridEntryBytes, kGridCopiesHere>::masks_at(
+                  sign_copy, LaneReadsOf<Traits>::sign_code_from(words, t), masks.x, masks.y);
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-              const uint32_t mask = sign_byte_mask4(i ? q.signs >> 4 : q.signs & 0xFu);
+              uint32_t mask;
+              if constexpr (kSignTable)
+                mask = i ? masks.y : masks.x;
+              else
+                mask = sign_byte_mask4(i ? q.signs >> 4 : q.signs & 0xFu);
               sum[0][h] = dp4a(q.mag[i], x[0][2 * t + i], sum[0][h]);
               negated[h] = dp4a(q.mag[i] & mask, x[0][2 * t + i], negated[h]);
             }

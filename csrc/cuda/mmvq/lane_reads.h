@@ -52,6 +52,13 @@ struct HasLaneWords : std::false_type {};
 template <class Traits>
 struct HasLaneWords<Traits, std::void_t<decltype(&LaneReadsOf<Traits>::lane_words)>> : std::true_type {};
 
+// Formats whose lane words give each group's signs as a seven-bit code (sign_code_from), the
+// eighth sign its parity: the lane kernel can take the group's byte masks from a table.
+template <class Traits, class = void>
+struct HasSignCodes : std::false_type {};
+template <class Traits>
+struct HasSignCodes<Traits, std::void_t<decltype(&LaneReadsOf<Traits>::sign_code_from)>> : std::true_type {};
+
 // Formats whose whole-sub-block read also comes as addends (decode_i8_addends_whole_sub).
 template <class Traits, class = void>
 struct HasWholeSubAddends : std::false_type {};

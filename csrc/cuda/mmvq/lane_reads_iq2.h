@@ -41,6 +41,8 @@ struct LaneReads<QuantType::IQ2_XXS> : LaneReadsBase<QuantType::IQ2_XXS> {
   LOWBIT_HD static GridGroup grid_i8_from(const LaneWords& w, int l, const Codebooks& cb) {
     return Format::group_grid(word_byte(w.sub[0], l), w.sub[1], l, cb);
   }
+  // group l's seven-bit sign code (HasSignCodes; grid_i8_from's signs are its ksigns_iq2xs)
+  LOWBIT_HD static uint32_t sign_code_from(const LaneWords& w, int l) { return (w.sub[1] >> (7 * l)) & 127u; }
   LOWBIT_HD static float scale_i8_from(const LaneWords& w, int) {
     return detail::iq2_scale(fp16_to_float(static_cast<uint16_t>(w.d)), w.sub[1] >> 28);
   }

@@ -31,6 +31,8 @@ struct LaneReads<QuantType::IQ3_XXS> : LaneReadsBase<QuantType::IQ3_XXS> {
     const uint32_t word = w.index[l >> 1];
     return Format::group_grid(word_byte(word, 2 * (l & 1)), word_byte(word, 2 * (l & 1) + 1), w.aux[0], l, cb);
   }
+  // group l's seven-bit sign code (HasSignCodes; grid_i8_from's signs are its ksigns_iq2xs)
+  LOWBIT_HD static uint32_t sign_code_from(const LaneWords& w, int l) { return (w.aux[0] >> (7 * l)) & 127u; }
   LOWBIT_HD static float scale_i8_from(const LaneWords& w, int) { return Format::sub_scale(w.d, w.aux[0]); }
 };
 

@@ -39,6 +39,7 @@ constexpr LaneShape lane_pairs_shape(bool words, bool gated, bool few = false) {
   s.select_prefetch = false;
   s.prefetch_ahead = split.prefetch_ahead;
   s.table_kb = split.table_kb;
+  s.sign_table = split.sign_table;
   return s;
 }
 
@@ -131,8 +132,13 @@ struct MmvqLaneTiling {
   static constexpr int kSubsPerBlock = Traits::kBlockElems / 32;
   static_assert(32 % kSubsPerBlock == 0, "a lane keeps its sub-block of the format block across rounds");
   static constexpr int kScalesPerSub = 32 / Traits::kI8ScaleElems;  // 1, or 2 (16-weight scales)
-  static constexpr int table_bytes(const LaneShape& s) {            // whole 16-byte words
+  static constexpr int grid_table_bytes(const LaneShape& s) {       // whole 16-byte words
     return kInt8TableBytes<Traits> * lane_grid_copies<Traits>(s);
+  }
+  // the grid's copies, then as many copies of the sign masks (LaneShape's sign_table; two words
+  // for each of 128 codes: build_sign_masks)
+  static constexpr int table_bytes(const LaneShape& s) {
+    return grid_table_bytes(s) + (s.split_signs && s.sign_table ? 128 * 8 * lane_grid_copies<Traits>(s) : 0);
   }
   // bytes a warp's round advances its pointers by (whole format blocks)
   static constexpr int64_t kStepBytes = 32 / kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);

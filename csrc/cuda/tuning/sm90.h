@@ -28,8 +28,10 @@ inline constexpr LaneRow kLaneRows[] = {
     {Q::IQ4_NL, 1, W::kBoth, {2, 2, false, true, false, false, 0}, &kOneToken},
     {Q::IQ1_M, 1, W::kBoth, {2, 2, true, true, false, false, 0}, &kOneToken},
     {Q::IQ1_S, 1, W::kBoth, {2, 2, true, true, false, false, 2}, &kOneToken},
-    // split signs (NOTES.md, "split signs"): IQ2_XXS and IQ3_XXS gain, IQ2_XS and IQ2_S do not
-    {Q::IQ2_XXS, 1, W::kBoth, {2, 2, true, true, true, false, 2}, &kOneToken},
+    // split signs (NOTES.md, "split signs"): IQ2_XXS and IQ3_XXS gain, IQ2_XS and IQ2_S do not;
+    // IQ2_XXS's masks from the sign-code table (NOTES.md, "the sign-mask table": measured at
+    // 4bb82b9, 2026-12-04; IQ3_XXS's lost at one token)
+    {Q::IQ2_XXS, 1, W::kBoth, {2, 2, true, true, true, false, 2, true, 0, /*sign_table=*/true}, &kOneToken},
     {Q::IQ2_XS, 1, W::kBoth, {2, 2, true, true, false, false, 2}, &kOneToken},
     {Q::IQ2_S, 1, W::kBoth, {2, 2, true, true, false, false, 2}, &kOneToken},
     {Q::IQ3_XXS, 1, W::kBoth, {2, 2, true, true, true, false, 1}, &kOneToken},
@@ -64,9 +66,14 @@ inline constexpr LaneRow kLaneRows[] = {
 // four rows (NOTES.md, "whole MMQ units and paired rounds"; at two rows they serve few items, below).
 inline constexpr Provenance kMoePairs20261201{"H200", "d7cd5a6", "2026-12-01"};         // against cf7270e
 inline constexpr Provenance kMoePairedRounds20261202{"H200", "76bc916", "2026-12-02"};  // against 2759a48
+// The split signs' masks from the sign-code table (LaneShape's sign_table) in the common split of
+// IQ2_XXS and IQ3_XXS, not in their splits for few items, where the table's build is on one
+// token's chain (NOTES.md, "the sign-mask table").
+inline constexpr Provenance kMoeSignTable20261204{"H200", "4bb82b9", "2026-12-04"};
 inline constexpr LanePairsRow kLanePairsRows[] = {
     {Q::IQ4_NL, 4, 1, 2, &kMoePairedRounds20261202, /*paired_rounds=*/true},
-    {Q::IQ2_XXS, 4, 1, 2, &kMoePairedRounds20261202, /*paired_rounds=*/true},
+    {Q::IQ2_XXS, 4, 1, 2, &kMoeSignTable20261204, /*paired_rounds=*/true, W::kBoth, 0, /*sign_table=*/true},
+    {Q::IQ3_XXS, 4, 1, 1, &kMoeSignTable20261204, false, W::kBoth, 0, /*sign_table=*/true},
     {Q::IQ1_M, 2, 1, 1, nullptr},
     {Q::Q5_0, 2, 1, 1, nullptr},
     {kAnyType, 4, 1, 1, &kMoePairs20261201},

@@ -38,6 +38,9 @@ struct LaneShape {
   // The grid table's cap in KB (0: the format's, kGridCopies): fewer copies build faster where the
   // build is on each call's chain (one token) and the lookups are few.
   int table_kb = 0;
+  // With split_signs, formats whose signs are seven-bit codes (the eighth their parity): the two
+  // byte masks of a group's code from a shared table (one LDS.64), not from its parity and spreads.
+  bool sign_table = false;
 };
 
 // How the lane MMVQ's pairs modes (the MoE vector projection, one token per pair;
@@ -45,7 +48,8 @@ struct LaneShape {
 // gate row and its up row) for teams of team_warps warps, the lines prefetch_ahead rounds on
 // started into L2, one sub-block per lane and round (select_prefetch off), or two sub-blocks per
 // step with their loads in flight together where paired_rounds is set (LaneShape's pairs).
-// The decode choices (whole_sub, split_signs, words) stay the type's one-token ones. A type may have
+// The decode choices (whole_sub, split_signs, words) stay the type's one-token ones, but for
+// sign_table, which each split sets. A type may have
 // a second split for few items (kLanePairsFewRows): smaller items, more warps in flight, where
 // they still fit one wave of teams (mmvq_tiling.h, lane_pairs_few).
 
@@ -64,6 +68,9 @@ struct LanePairsRow {
   bool paired_rounds = false;
   WordsKernel paired_in = WordsKernel::kBoth;
   int table_kb = 0;  // LaneShape's
+  // LaneShape's sign_table, for this split (the type's one-token row decides it for the dense
+  // kernel only): where the table's build on the chain costs more than its lookups save, off.
+  bool sign_table = false;
 };
 
 // The lane MMVQ reads its grid copy through an address the compiler cannot see into
