@@ -49,9 +49,9 @@ struct LaneShape {
 // started into L2, one sub-block per lane and round (select_prefetch off), or two sub-blocks per
 // step with their loads in flight together where paired_rounds is set (LaneShape's pairs).
 // The decode choices (whole_sub, split_signs, words) stay the type's one-token ones, but for
-// sign_table, which each split sets. A type may have
-// a second split for few items (kLanePairsFewRows): smaller items, more warps in flight, where
-// they still fit one wave of teams (mmvq_tiling.h, lane_pairs_few).
+// sign_table, which each split sets. A type may have a second split for few items
+// (kLanePairsFewRows): smaller items, more warps in flight, where they still fit one wave of
+// teams (mmvq_tiling.h, lane_pairs_few).
 
 // Which of the lane kernel's two instantiations a row applies to: the one reading aligned words
 // (kWords true), the one reading bytes, or both.
