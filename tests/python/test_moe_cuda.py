@@ -200,6 +200,7 @@ VEC_TYPES = [
     # the same with an even number of blocks, read as aligned words (as at K = 2048); 48 sub-blocks:
     # lanes 0-15 take a paired step, the others one round
     (QuantType.IQ2_XXS, 256 * 6, 30),
+    (QuantType.IQ3_XXS, 256 * 6, 36),  # the common split's sign-mask table (words only)
     (QuantType.IQ2_S, 256 * 6, 22),
     (QuantType.IQ3_S, 256 * 6, 34),
     (QuantType.IQ1_S, 256 * 6, 26),
