@@ -159,6 +159,34 @@ TEST(LanePairsGrid, FewItemsTakeTheirOwnSplit) {
   EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 2, small)));
 }
 
+// IQ4_XS's staged rounds (tuning's staged split): two stages of four rows' 544-byte rounds and two
+// barriers per team. On the H200 they fit beside the runs of moe_proj at eight tokens, which the
+// launch requires; on a GPU of 99 KB per block they would shorten the runs, and the launch keeps
+// the unstaged kernel there.
+TEST(LanePairsGrid, StagedRingsFitBesideTheRuns) {
+  using IQ4 = FormatTraits<QuantType::IQ4_XS>;
+  using Tl = MmvqLaneTiling<IQ4>;
+  static_assert(lane_pairs_shape<IQ4>(false, false).staged && !lane_pairs_shape<IQ4>(false, false, true).staged);
+  static_assert(Tl::stage_ring_bytes(lane_pairs_shape<IQ4>(false, false)) == 16 + 2 * 4 * 544);
+  const DeviceFacts d = h200();
+  const LanePairsGrid plain = lane_pairs_grid<IQ4, false>(768, 2048, 64, 8, d);
+  const LanePairsGrid staged = lane_pairs_grid<IQ4, false>(768, 2048, 64, 8, d, true);
+  ASSERT_TRUE(plain.fits && staged.fits);
+  EXPECT_EQ(staged.items_per_block, plain.items_per_block);
+  EXPECT_EQ(staged.threads, plain.threads);
+  EXPECT_EQ(staged.smem - plain.smem, 16 + plain.threads / 32 * (16 + 2 * 4 * 544));
+  DeviceFacts small = d;
+  small.shared_per_block_optin = 99 * 1024;
+  const LanePairsGrid small_plain = lane_pairs_grid<IQ4, false>(768, 2048, 64, 8, small);
+  const LanePairsGrid small_staged = lane_pairs_grid<IQ4, false>(768, 2048, 64, 8, small, true);
+  EXPECT_LT(small_staged.items_per_block, small_plain.items_per_block);
+  // rows' rounds in 16-byte units: K = 2048 (1088-byte rows), not K = 768 (408-byte rows)
+  alignas(16) static uint8_t weights[64];
+  EXPECT_TRUE(Tl::rounds_in_16_byte_units(weights, 2048, 1088, 768 * 1088));
+  EXPECT_FALSE(Tl::rounds_in_16_byte_units(weights, 768, 408, 40 * 408));
+  EXPECT_FALSE(Tl::rounds_in_16_byte_units(weights + 8, 2048, 1088, 768 * 1088));
+}
+
 TEST(LanePairsGrid, DeclinesWhereNoRunFits) {
   const DeviceFacts d = h200();
   using IQ4 = FormatTraits<QuantType::IQ4_XS>;

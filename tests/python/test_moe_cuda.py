@@ -185,6 +185,10 @@ def pair_reference(x, w, qtype, scales, ids, top_k, begin=0) -> torch.Tensor:
 
 VEC_TYPES = [
     (QuantType.IQ4_XS, 2048, 768),  # the moe_proj benchmark's shape
+    # IQ4_XS's staged rounds (rounds in whole 16-byte units): a short last round (816-byte rows),
+    # and rows of 408 bytes, which take the unstaged kernel
+    (QuantType.IQ4_XS, 256 * 6, 50),
+    (QuantType.IQ4_XS, 256 * 3, 40),
     # an activation row past a block's shared memory (234 KB of codes and scales against the
     # H200's 227 KB): the tensor-core pairs kernel and its prologue
     (QuantType.IQ4_XS, 212992, 24),

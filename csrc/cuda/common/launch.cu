@@ -53,6 +53,7 @@ const DeviceLimits& current_device_limits() {
     cudaDeviceGetAttribute(&l.shared_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     cudaDeviceGetAttribute(&l.shared_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
     cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, device);
+    cudaDeviceGetAttribute(&l.compute_major, cudaDevAttrComputeCapabilityMajor, device);
     limits[device] = l;
     known[device].store(true, std::memory_order_release);
   }

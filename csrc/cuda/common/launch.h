@@ -24,6 +24,7 @@ struct DeviceLimits {
   int shared_per_block_optin;  // bytes one block may take
   int shared_per_sm;
   int sms;  // streaming multiprocessors
+  int compute_major = 0;
 };
 const DeviceLimits& current_device_limits();
 

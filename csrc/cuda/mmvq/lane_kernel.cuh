@@ -146,9 +146,10 @@ constexpr LaneShape lane_kernel_shape(bool words) {
 // load instructions per block (benchmarks/NOTES.md, "blocks read as aligned words").
 // kMode: dense, or the pairs modes over routed one-token pairs (lane_pairs.cuh), whose items have
 // their own shape (lane_pairs_shape; gated: kRows / 2 outputs' gate rows, then their up rows;
-// kFewPairs: the split for few items, lane_pairs_few).
+// kFewPairs: the split for few items, lane_pairs_few; kStagedRounds: the shape's staged rounds,
+// where the launch found the rows' rounds in whole 16-byte units).
 template <class Traits, class Act, int kTokens, bool kWords = false, MmvqMode kMode = MmvqMode::kDense,
-          bool kFewPairs = false>
+          bool kFewPairs = false, bool kStagedRounds = false>
 __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     mmvq_lane_kernel(std::conditional_t<kMode == MmvqMode::kDense, MmvqArgs, MmvqPairArgs> a) {
   using Tl = MmvqLaneTiling<Traits>;
@@ -176,6 +177,20 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   // instance reads the codes, the bytes instance keeps the arithmetic but the same shared layout).
   static_assert(!(kSplitSigns && kShape.sign_table) || HasSignCodes<Traits>::value, "sign table: seven-bit sign codes");
   constexpr bool kSignTable = kSplitSigns && kShape.sign_table && kWords;
+  // Staged rounds (LaneShape's staged, where the launch found every row's rounds in 16-byte units:
+  // kStagedRounds): each round's rows go into a two-stage ring in shared memory by bulk copies
+  // one round ahead, and the lanes read their blocks' words from there (sm_90).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  constexpr bool kBulkCopies = false;
+#else
+  constexpr bool kBulkCopies = true;
+#endif
+  constexpr bool kStaged = kPairs && kShape.staged && kStagedRounds && kBulkCopies;
+  static_assert(!kStaged || (kShape.team_warps == 1 && !kWords && HasLaneWords<Traits>::value &&
+                             !Traits::kSplitScales && !kShape.pairs && Traits::kBlockBytes % 4 == 0),
+                "staged rounds: one-warp teams, formats with lane words, 4-byte multiple blocks, single rounds");
+  // the decode from lane words: read from global memory (kWords), or from the staged copy
+  constexpr bool kReadWords = kWords || kStaged;
   // One token, formats with addends (IQ4_NL, IQ4_XS through nibble_lookup_addends): four dp4a per
   // group instead of two, and a third fewer integer-ALU instructions to form the bytes (NOTES.md,
   // "IQ4 lookups as addends"); IQ4_XS's through its 64-bit code reads where the shape asks for
@@ -218,6 +233,18 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   uint8_t* const codes = smem + Tl::table_bytes(kShape);
   float* const code_scales = reinterpret_cast<float*>(codes + x_rows.count * a.k);
   float* const partials = code_scales + a.k / 32 * x_rows.count;  // [team][parity][member][kSums]
+  // staged rounds: this team's two barriers, then its ring of two stages of kRows rows of a round
+  // (kStep bytes each)
+  [[maybe_unused]] uint64_t* stage_bars = nullptr;
+  [[maybe_unused]] uint8_t* stage_ring = nullptr;
+  if constexpr (kStaged) {
+    // (as an offset from smem, so that the compiler sees shared memory and reads it by LDS)
+    const auto* end =
+        reinterpret_cast<const uint8_t*>(partials + (kTeamWarps > 1 ? teams * 2 * kTeamWarps * kSums : 0));
+    uint8_t* const mine = smem + ((end - smem + 15) & ~ptrdiff_t{15}) + team * Tl::stage_ring_bytes(kShape);
+    stage_bars = reinterpret_cast<uint64_t*>(mine);
+    stage_ring = mine + 16;
+  }
   // This thread's sub-blocks j = tid + kTeamThreads i: always sub-block `sub` of a format block,
   // the blocks kStep apart.
   const int sub = tid % Tl::kSubsPerBlock;
@@ -243,6 +270,27 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     return LaneItem{};
   };
   [[maybe_unused]] auto item_row = [&](const LaneItem& it, int r) { return lane_item_row<kGated, kRows>(it, r); };
+  // Staged rounds: lane 0 arms stage `stage`'s barrier with the bytes of round q of item `it`'s
+  // rows (the last round may be short; whole 16-byte units, the launch checked) and starts their
+  // bulk copies; nothing for an item without a local expert, whose rounds are not waited for.
+  [[maybe_unused]] const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
+  [[maybe_unused]] auto stage_round = [&](const LaneItem& it, int q, int stage) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (kStaged) {
+      if (lane != 0 || !it.live) return;
+      const int64_t done = static_cast<int64_t>(q) * kStep;
+      const auto bytes = static_cast<uint32_t>(row_bytes - done < kStep ? row_bytes - done : kStep);
+      fence_proxy_async_shared();  // the lanes' reads of this stage (behind __syncwarp) before its refill
+      mbarrier_arrive_expect_tx(stage_bars + stage, kRows * bytes);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+        bulk_copy_to_shared(stage_ring + (stage * kRows + r) * kStep, it.w + item_row(it, r) * a.w_row_stride + done,
+                            bytes, stage_bars + stage);
+    }
+#endif
+  };
+  [[maybe_unused]] int stage = 0;        // staged rounds: the stage the next round to decode is in
+  [[maybe_unused]] uint32_t phases = 0;  // and each stage's barrier phase (bit s)
   // Starts the first round of group g's rows into L2 (pairs: the team's item `ahead` items on,
   // 0 or group_step).
   auto prefetch_group = [&](int64_t g, uint32_t ahead) {
@@ -277,10 +325,25 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     sign_copy = static_cast<const uint8_t*>(grid_table<Traits::kCodebook>(cb)) + Tl::grid_table_bytes(kShape);
   }
   pdl_wait_for_primary();
-  if constexpr (kPairs)
-    quantize_into_shared<Act, Traits::kI8Order, 0>(a, first_x_row, x_rows.count, codes, code_scales,
-                                                   [&] { prefetch_group(group, 0); });
-  else if constexpr (kTokens <= 2)
+  if constexpr (kPairs) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (kStaged) {
+      if (lane == 0) {
+        mbarrier_init(stage_bars, 1);
+        mbarrier_init(stage_bars + 1, 1);
+        fence_mbarrier_init();
+      }
+      __syncwarp();
+    }
+#endif
+    quantize_into_shared<Act, Traits::kI8Order, 0>(a, first_x_row, x_rows.count, codes, code_scales, [&] {
+      if constexpr (kStaged) {
+        if (group < groups) stage_round(item_of(cursor), 0, 0);
+      } else {
+        prefetch_group(group, 0);
+      }
+    });
+  } else if constexpr (kTokens <= 2)
     quantize_into_shared<Act, Traits::kI8Order, kTokens>(a, 0, kTokens, codes, code_scales, [] {});
   else
     copy_prologue_codes<kTokens>(a, codes, code_scales);
@@ -288,7 +351,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
 
   const int lo_half = lane_code_offset(tid, 0), hi_half = lane_code_offset(tid, 1);
   for (int parity = 0; group < groups; group += group_step, parity ^= 1) {
-    prefetch_group(group + group_step, static_cast<uint32_t>(group_step));
+    if constexpr (!kStaged) prefetch_group(group + group_step, static_cast<uint32_t>(group_step));
     const uint8_t* w[kRows];
     const uint8_t* split_scale[kRows];
     [[maybe_unused]] LaneItem item;
@@ -360,7 +423,10 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
         if constexpr (Traits::kSplitScales) split = split_scale[r][step * kTeamThreads];
         const BlockRef b{w[r] + step * kStep - anchor, split};
         [[maybe_unused]] typename LaneWordsOf<Traits>::type words{};
-        if constexpr (kWords) words = LaneReadsOf<Traits>::lane_words(w[r] + step * kStep, sub, odd);
+        if constexpr (kStaged)
+          words = LaneReadsOf<Traits>::template lane_words<true>(w[r] + step * kStep - anchor, sub, false);
+        else if constexpr (kWords)
+          words = LaneReadsOf<Traits>::lane_words(w[r] + step * kStep, sub, odd);
         int sum[kTokens][Tl::kScalesPerSub] = {};
         [[maybe_unused]] int negated[Tl::kScalesPerSub] = {};  // kSplitSigns: the negated weights' dot
 #pragma unroll
@@ -368,7 +434,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
           const int h = t * Tl::kScalesPerSub / 4;  // 16-weight scales: groups 0, 1 | 2, 3
           if constexpr (kSplitSigns) {
             GridGroup q;
-            if constexpr (kWords)
+            if constexpr (kReadWords)
               q = LaneReadsOf<Traits>::grid_i8_from(words, t, cb);
             else
               q = grid_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
@@ -388,7 +454,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
             }
           } else if constexpr (kAddends) {
             Int8Addends q;
-            if constexpr (kWords)
+            if constexpr (kReadWords)
               q = LaneReadsOf<Traits>::decode_i8_addends_from(words, t, cb);
             else if constexpr (kWideAddends)
               q = LaneReadsOf<Traits>::decode_i8_addends_whole_sub(b, 4 * sub + t, cb);
@@ -400,7 +466,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
           } else {
             if (t % 2 == 0) load_half(t);
             Int8Group q;
-            if constexpr (kWords)
+            if constexpr (kReadWords)
               q = decode_i8_from_words<Traits>(words, t, cb);
             else
               q = decode_i8_in_sub_block<Traits, kShape.whole_sub>(b, 4 * sub + t, cb);
@@ -415,7 +481,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
         for (int h = 0; h < Tl::kScalesPerSub; ++h) {
           if constexpr (kSplitSigns) sum[0][h] -= 2 * negated[h];
           float ws;
-          if constexpr (kWords)
+          if constexpr (kReadWords)
             ws = LaneReadsOf<Traits>::scale_i8_from(words, h);
           else
             ws = Traits::scale_i8(b, Tl::kScalesPerSub * sub + h);
@@ -444,6 +510,35 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     int j = tid;
     if constexpr (kPairs) {
       if (!item.live) j = subs;  // no local expert: no weight read, the outputs are zeros
+    }
+    if constexpr (kStaged) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      // round q in stage `stage` (started a round ago); the round after it (this item's next, or
+      // the team's next item's first) starts into the other stage before the decode
+      const int rounds = (subs + kTeamThreads - 1) / kTeamThreads;
+#pragma unroll 1
+      for (int q = 0; q < rounds; ++q) {
+        if (q + 1 < rounds)
+          stage_round(item, q + 1, stage ^ 1);
+        else if (group + group_step < groups)
+          stage_round(item_of(lane_next_item(a, cursor, static_cast<uint32_t>(group_step), per_pair, first_x_row)), 0,
+                      stage ^ 1);
+        if (item.live) {
+          mbarrier_wait_parity(stage_bars + stage, (phases >> stage) & 1u);
+          phases ^= 1u << stage;
+          if (tid + q * kTeamThreads < subs) {
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) w[r] = stage_ring + (stage * kRows + r) * kStep + thread_byte + anchor;
+            add_sub_block(tid + q * kTeamThreads, 0);
+            lo += 32 * kTeamThreads;
+            hi += 32 * kTeamThreads;
+          }
+        }
+        __syncwarp();  // every lane done with this stage before lane 0 starts the next copies into it
+        stage ^= 1;
+      }
+#endif
+      j = subs;
     }
     if constexpr (kShape.pairs) {
 #pragma unroll 1

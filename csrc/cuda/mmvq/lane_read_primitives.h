@@ -78,6 +78,22 @@ LOWBIT_HD void load_weight_words2(const uint8_t* p, uint32_t& lo, uint32_t& hi) 
   std::memcpy(&hi, p + 4, 4);
 #endif
 }
+// load_weight_words2, or with kStaged from a copy of the weights in shared memory (the lane
+// kernel's staged rounds), where a read-only global load must not go.
+template <bool kStaged>
+LOWBIT_HD void load_weight_words2_from(const uint8_t* p, uint32_t& lo, uint32_t& hi) {
+  if constexpr (kStaged) {
+#if defined(__CUDA_ARCH__)
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    lo = v.x, hi = v.y;
+#else
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + 4, 4);
+#endif
+  } else {
+    load_weight_words2(p, lo, hi);
+  }
+}
 
 // Aligned-word reads of 2-byte-aligned blocks whose address mod 4 a reader knows (HasLaneWords,
 // lane_reads.h): the block starts at block4 + 2 * odd with block4 4-byte aligned.

@@ -50,7 +50,8 @@ struct HasI8Addends<Traits, std::void_t<decltype(&LaneReadsOf<Traits>::decode_i8
 template <class Traits, class = void>
 struct HasLaneWords : std::false_type {};
 template <class Traits>
-struct HasLaneWords<Traits, std::void_t<decltype(&LaneReadsOf<Traits>::lane_words)>> : std::true_type {};
+struct HasLaneWords<Traits, std::void_t<decltype(LaneReadsOf<Traits>::lane_words(nullptr, 0, false))>>
+    : std::true_type {};
 
 // Formats whose lane words give each group's signs as a seven-bit code (sign_code_from), the
 // eighth sign its parity: the lane kernel can take the group's byte masks from a table.

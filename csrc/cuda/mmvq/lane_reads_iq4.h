@@ -87,14 +87,16 @@ struct LaneReads<QuantType::IQ4_XS> : LaneReadsBase<QuantType::IQ4_XS> {
   // The word read (HasLaneWords; 8-byte-aligned blocks: `odd` is always false). Through
   // lane_anchor's pointer ptxas formed some code addresses anew each round (the anchor subtracted
   // for the block, then added back, did not fold) and split the 64-bit code loads.
+  // kStaged: the block is a copy in shared memory (the lane kernel's staged rounds).
   using LaneWords = detail::Iq4xsWords;
+  template <bool kStaged = false>
   LOWBIT_HD static LaneWords lane_words(const uint8_t* block, int sub, bool) {
     LaneWords r;
     const uint8_t* qs = block + offsetof(Block, qs) + 16 * sub;
-    load_weight_words2(qs, r.qs[0], r.qs[1]);
-    load_weight_words2(qs + 8, r.qs[2], r.qs[3]);
+    load_weight_words2_from<kStaged>(qs, r.qs[0], r.qs[1]);
+    load_weight_words2_from<kStaged>(qs + 8, r.qs[2], r.qs[3]);
     uint32_t scales_l;
-    load_weight_words2(block, r.head, scales_l);
+    load_weight_words2_from<kStaged>(block, r.head, scales_l);
     r.ls = Format::sub_ls(r.head, scales_l, sub);
     return r;
   }

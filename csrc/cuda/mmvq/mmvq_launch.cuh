@@ -105,14 +105,31 @@ bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
     auto launch = [&](auto gated, auto few) {
       constexpr bool kGated = decltype(gated)::value, kFew = decltype(few)::value;
       constexpr MmvqMode kMode = kGated ? MmvqMode::kGatedPairs : MmvqMode::kPairs;
-      const LanePairsGrid g =
-          lane_pairs_grid<Traits, kGated, kFew>(a.n, a.k, a.pairs.count, a.pairs.x_pair_divisor, device);
+      LanePairsGrid g = lane_pairs_grid<Traits, kGated, kFew>(a.n, a.k, a.pairs.count, a.pairs.x_pair_divisor, device);
       if (!g.fits) return false;
+      // staged rounds where the shape asks for them, the device has bulk copies, every row's rounds
+      // are whole 16-byte units and the rings fit beside the runs the unstaged kernel would take
+      bool staged = false;
+      if constexpr (lane_pairs_shape<Traits>(false, kGated, kFew).staged) {
+        if (limits.compute_major >= 9 &&
+            MmvqLaneTiling<Traits>::rounds_in_16_byte_units(a.w, a.k, a.w_row_stride, a.pairs.w_expert_stride)) {
+          const LanePairsGrid s =
+              lane_pairs_grid<Traits, kGated, kFew>(a.n, a.k, a.pairs.count, a.pairs.x_pair_divisor, device, true);
+          staged = s.fits && s.items_per_block == g.items_per_block && s.threads == g.threads;
+          if (staged) g = s;
+        }
+      }
       a.pairs.items_per_block = g.items_per_block;
       // aligned words where the shape asks for them and every expert's rows allow them
       if constexpr (HasLaneWords<Traits>::value && lane_pairs_shape<Traits>(true, kGated, kFew).words) {
         if (blocks_pair_aligned<Traits>(a) && a.pairs.w_expert_stride % 4 == 0) {
           launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, true, kMode, kFew>>(a, g, stream);
+          return true;
+        }
+      }
+      if constexpr (lane_pairs_shape<Traits>(false, kGated, kFew).staged) {
+        if (staged) {
+          launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, false, kMode, kFew, true>>(a, g, stream);
           return true;
         }
       }

@@ -40,6 +40,7 @@ constexpr LaneShape lane_pairs_shape(bool words, bool gated, bool few = false) {
   s.prefetch_ahead = split.prefetch_ahead;
   s.table_kb = split.table_kb;
   s.sign_table = split.sign_table;
+  s.staged = split.staged;
   return s;
 }
 
@@ -154,10 +155,26 @@ struct MmvqLaneTiling {
   }
   // The pairs mode's (one token per pair; kFew: the split for few items): `rows` activation rows.
   template <bool kGated, bool kFew = false>
-  static constexpr int64_t pairs_smem_bytes(int64_t k, int64_t rows, int teams) {
+  // staged: with the staged rounds' rings (the launch runs them: LaneShape's staged, sm_90, rounds
+  // in 16-byte units).
+  static constexpr int64_t pairs_smem_bytes(int64_t k, int64_t rows, int teams, bool staged = false) {
     constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated, kFew);
     constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows : 0;
-    return table_bytes(kShape) + rows * k + k / 32 * rows * 4 + teams * kPartials * 4;
+    return table_bytes(kShape) + rows * k + k / 32 * rows * 4 + teams * kPartials * 4 +
+           (staged && kShape.staged ? 16 + teams * stage_ring_bytes(kShape) : 0);
+  }
+  // A team's two stage barriers and ring of two stages of its rows' round (LaneShape's staged;
+  // 16-byte aligned after the partial sums).
+  static constexpr int64_t stage_ring_bytes(const LaneShape& s) {
+    return 16 + (2 * s.rows * kStepBytes * s.team_warps + 15) / 16 * 16;
+  }
+  // Whether the rows' rounds come in whole 16-byte units, as the staged rounds' bulk copies need
+  // (a row's bytes, its round's, and every row's and expert's start).
+  static bool rounds_in_16_byte_units(const void* w, int64_t k, int64_t row_stride, int64_t expert_stride) {
+    const int64_t row_bytes = k / Traits::kBlockElems * Traits::kBlockBytes;
+    return ((reinterpret_cast<uintptr_t>(w) | static_cast<uint64_t>(row_stride) | static_cast<uint64_t>(expert_stride) |
+             static_cast<uint64_t>(row_bytes) | static_cast<uint64_t>(kStepBytes)) &
+            15) == 0;
   }
 };
 
@@ -240,7 +257,8 @@ struct LanePairsGrid {
   int64_t items_per_block;
 };
 template <class Traits, bool kGated, bool kFew = false>
-LanePairsGrid lane_pairs_grid(int64_t n, int64_t k, int64_t pairs, int64_t divisor, const DeviceFacts& device) {
+LanePairsGrid lane_pairs_grid(int64_t n, int64_t k, int64_t pairs, int64_t divisor, const DeviceFacts& device,
+                              bool staged = false) {
   using Tl = MmvqLaneTiling<Traits>;
   constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated, kFew);
   constexpr int kMaxTeams = kLaneBlockWarps / kShape.team_warps;
@@ -256,7 +274,7 @@ LanePairsGrid lane_pairs_grid(int64_t n, int64_t k, int64_t pairs, int64_t divis
   int64_t run = (items + blocks - 1) / blocks;
   auto smem_for = [&](int64_t r, int64_t t) {
     return Tl::template pairs_smem_bytes<kGated, kFew>(k, lane_max_block_rows(r, per_pair, divisor, total_rows),
-                                                       static_cast<int>(t));
+                                                       static_cast<int>(t), staged);
   };
   while (run > 1 && smem_for(run, teams) > shared_per_block(device)) run = (run + 1) / 2;
   if (teams > run) teams = run;  // a short run leaves no work for more teams

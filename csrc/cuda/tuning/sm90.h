@@ -71,6 +71,8 @@ inline constexpr Provenance kMoePairedRounds20261202{"H200", "76bc916", "2026-12
 // token's chain (NOTES.md, "the sign-mask table").
 inline constexpr Provenance kMoeSignTable20261204{"H200", "4bb82b9", "2026-12-04"};
 inline constexpr LanePairsRow kLanePairsRows[] = {
+    // candidate (not measured): IQ4_XS's rounds staged through shared memory
+    {Q::IQ4_XS, 4, 1, 1, nullptr, false, W::kBoth, 0, false, /*staged=*/true},
     {Q::IQ4_NL, 4, 1, 2, &kMoePairedRounds20261202, /*paired_rounds=*/true},
     {Q::IQ2_XXS, 4, 1, 2, &kMoeSignTable20261204, /*paired_rounds=*/true, W::kBoth, 0, /*sign_table=*/true},
     {Q::IQ3_XXS, 4, 1, 1, &kMoeSignTable20261204, false, W::kBoth, 0, /*sign_table=*/true},

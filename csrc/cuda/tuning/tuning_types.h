@@ -41,6 +41,10 @@ struct LaneShape {
   // With split_signs, formats whose signs are seven-bit codes (the eighth their parity): the two
   // byte masks of a group's code from a shared table (one LDS.64), not from its parity and spreads.
   bool sign_table = false;
+  // Pairs modes, one-warp teams: each round's rows copied into a ring of two stages of shared
+  // memory by cp.async one round ahead (the next item's first round during this item's last),
+  // so that a warp's next loads are in flight while it decodes, holding no registers.
+  bool staged = false;
 };
 
 // How the lane MMVQ's pairs modes (the MoE vector projection, one token per pair;
@@ -71,6 +75,7 @@ struct LanePairsRow {
   // LaneShape's sign_table, for this split (the type's one-token row decides it for the dense
   // kernel only): where the table's build on the chain costs more than its lookups save, off.
   bool sign_table = false;
+  bool staged = false;  // LaneShape's
 };
 
 // The lane MMVQ reads its grid copy through an address the compiler cannot see into
