@@ -70,9 +70,12 @@ inline constexpr Provenance kMoePairedRounds20261202{"H200", "76bc916", "2026-12
 // IQ2_XXS and IQ3_XXS, not in their splits for few items, where the table's build is on one
 // token's chain (NOTES.md, "the sign-mask table").
 inline constexpr Provenance kMoeSignTable20261204{"H200", "4bb82b9", "2026-12-04"};
+// IQ4_XS's rounds staged through shared memory (LaneShape's staged: bulk copies a round ahead,
+// across items too), which hide the weight loads' latency that paired rounds could not for it
+// without spilling (NOTES.md, "staged rounds for IQ4_XS").
+inline constexpr Provenance kMoeStagedRounds20261204{"H200", "8a0d2b0", "2026-12-04"};  // against 19527da
 inline constexpr LanePairsRow kLanePairsRows[] = {
-    // candidate (not measured): IQ4_XS's rounds staged through shared memory
-    {Q::IQ4_XS, 4, 1, 1, nullptr, false, W::kBoth, 0, false, /*staged=*/true},
+    {Q::IQ4_XS, 4, 1, 1, &kMoeStagedRounds20261204, false, W::kBoth, 0, false, /*staged=*/true},
     {Q::IQ4_NL, 4, 1, 2, &kMoePairedRounds20261202, /*paired_rounds=*/true},
     {Q::IQ2_XXS, 4, 1, 2, &kMoeSignTable20261204, /*paired_rounds=*/true, W::kBoth, 0, /*sign_table=*/true},
     {Q::IQ3_XXS, 4, 1, 1, &kMoeSignTable20261204, false, W::kBoth, 0, /*sign_table=*/true},
