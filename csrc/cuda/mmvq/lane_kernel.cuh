@@ -271,21 +271,23 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   };
   [[maybe_unused]] auto item_row = [&](const LaneItem& it, int r) { return lane_item_row<kGated, kRows>(it, r); };
   // Staged rounds: lane 0 arms stage `stage`'s barrier with the bytes of round q of item `it`'s
-  // rows (the last round may be short; whole 16-byte units, the launch checked) and starts their
-  // bulk copies; nothing for an item without a local expert, whose rounds are not waited for.
+  // rows (the last round may be short; whole 16-byte units, the launch checked), then lane r <
+  // kRows starts row r's bulk copy: the rows' addresses side by side, where one lane computing all
+  // of them held the warp for each in turn. Nothing for an item without a local expert (the same
+  // for the whole team), whose rounds are not waited for.
+  static_assert(!kStaged || kRows < 32, "a lane per row");
   [[maybe_unused]] const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
   [[maybe_unused]] auto stage_round = [&](const LaneItem& it, int q, int stage) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kStaged) {
-      if (lane != 0 || !it.live) return;
+      if (lane >= kRows || !it.live) return;
       const int64_t done = static_cast<int64_t>(q) * kStep;
       const auto bytes = static_cast<uint32_t>(row_bytes - done < kStep ? row_bytes - done : kStep);
       fence_proxy_async_shared();  // the lanes' reads of this stage (behind __syncwarp) before its refill
-      mbarrier_arrive_expect_tx(stage_bars + stage, kRows * bytes);
-#pragma unroll
-      for (int r = 0; r < kRows; ++r)
-        bulk_copy_to_shared(stage_ring + (stage * kRows + r) * kStep, it.w + item_row(it, r) * a.w_row_stride + done,
-                            bytes, stage_bars + stage);
+      if (lane == 0) mbarrier_arrive_expect_tx(stage_bars + stage, kRows * bytes);
+      __syncwarp((1u << kRows) - 1u);  // armed before any row's bytes can land
+      bulk_copy_to_shared(stage_ring + (stage * kRows + lane) * kStep,
+                          it.w + item_row(it, lane) * a.w_row_stride + done, bytes, stage_bars + stage);
     }
 #endif
   };
@@ -534,7 +536,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
             hi += 32 * kTeamThreads;
           }
         }
-        __syncwarp();  // every lane done with this stage before lane 0 starts the next copies into it
+        __syncwarp();  // every lane done with this stage before the next copies into it start
         stage ^= 1;
       }
 #endif
