@@ -6,20 +6,22 @@
 
 namespace lowbit::cuda_detail {
 
+// A generic pointer into shared memory as the 32-bit address the shared-memory PTX takes.
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
 // Copies src_bytes (0..16) from gmem and zero-fills the rest of the 16 bytes at smem. Both
 // addresses 16-byte aligned; with src_bytes == 0 nothing is read.
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int src_bytes) {
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes) : "memory");
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(smem)), "l"(gmem), "r"(src_bytes)
+               : "memory");
 }
 
 // Bulk copies into shared memory that complete on an mbarrier (sm_90): the barrier is armed
 // with the bytes to expect by one arrival, the copies count them down, and the threads wait on
 // its phase. Addresses and sizes in whole 16-byte units.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(arrivals) : "memory");
 }

@@ -42,8 +42,9 @@ struct LaneShape {
   // byte masks of a group's code from a shared table (one LDS.64), not from its parity and spreads.
   bool sign_table = false;
   // Pairs modes, one-warp teams: each round's rows copied into a ring of two stages of shared
-  // memory by cp.async one round ahead (the next item's first round during this item's last),
-  // so that a warp's next loads are in flight while it decodes, holding no registers.
+  // memory by bulk copies (cp.async.bulk) one round ahead (the next item's first round during
+  // this item's last), so that a warp's next loads are in flight while it decodes, holding no
+  // registers.
   bool staged = false;
 };
 
