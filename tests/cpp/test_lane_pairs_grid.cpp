@@ -187,6 +187,27 @@ TEST(LanePairsGrid, StagedRingsFitBesideTheRuns) {
   EXPECT_FALSE(Tl::rounds_in_16_byte_units(weights + 8, 2048, 1088, 768 * 1088));
 }
 
+TEST(LanePairsGrid, StagedUnitsOfTwoRoundsWhereOneIsNotWhole) {
+  using IQ2 = FormatTraits<QuantType::IQ2_XXS>;
+  using Tl = MmvqLaneTiling<IQ2>;
+  // a round is four 66-byte blocks (264 bytes, 8 mod 16): two to a unit; IQ4_XS's 544 alone
+  static_assert(Tl::kStageRounds == 2 && Tl::kStageUnitBytes == 528);
+  static_assert(MmvqLaneTiling<FormatTraits<QuantType::IQ4_XS>>::kStageRounds == 1);
+  static_assert(lane_pairs_shape<IQ2>(false, false).staged && !lane_pairs_shape<IQ2>(false, false, true).staged);
+  static_assert(Tl::stage_ring_bytes(lane_pairs_shape<IQ2>(false, false)) == 16 + 2 * 4 * 528);
+  const DeviceFacts d = h200();
+  const LanePairsGrid plain = lane_pairs_grid<IQ2, false>(768, 2048, 64, 8, d);
+  const LanePairsGrid staged = lane_pairs_grid<IQ2, false>(768, 2048, 64, 8, d, true);
+  ASSERT_TRUE(plain.fits && staged.fits);
+  EXPECT_EQ(staged.items_per_block, plain.items_per_block);
+  EXPECT_EQ(staged.threads, plain.threads);
+  EXPECT_EQ(staged.smem - plain.smem, 16 + plain.threads / 32 * (16 + 2 * 4 * 528));
+  // rows of a multiple of eight blocks are whole units (K = 2048: 528 bytes); six blocks are not
+  alignas(16) static uint8_t weights[64];
+  EXPECT_TRUE(Tl::rounds_in_16_byte_units(weights, 2048, 528, 768 * 528));
+  EXPECT_FALSE(Tl::rounds_in_16_byte_units(weights, 1536, 396, 30 * 396));
+}
+
 TEST(LanePairsGrid, DeclinesWhereNoRunFits) {
   const DeviceFacts d = h200();
   using IQ4 = FormatTraits<QuantType::IQ4_XS>;

@@ -192,6 +192,10 @@ VEC_TYPES = [
     # an activation row past a block's shared memory (234 KB of codes and scales against the
     # H200's 227 KB): the tensor-core pairs kernel and its prologue
     (QuantType.IQ4_XS, 212992, 24),
+    # IQ2_XXS's staged rounds (two rounds to a 528-byte unit: rows of a multiple of eight blocks),
+    # one unit per row and three
+    (QuantType.IQ2_XXS, 2048, 26),
+    (QuantType.IQ2_XXS, 256 * 24, 18),
     (QuantType.IQ2_XXS, 256 * 3, 70),  # three units, an N tail (70 = 4 tiles + 6)
     (QuantType.IQ2_XXS, 256 * 5, 12),  # paired rounds: an odd number of 256-blocks
     (QuantType.IQ4_NL, 32 * 80, 20),  # paired rounds over 32-blocks, a round short at the end
@@ -307,6 +311,8 @@ MIXED = [
     (QuantType.MXFP4_SPLIT, QuantType.MXFP8_E4M3, 96, 288),
     (QuantType.IQ1_M, QuantType.IQ2_S, 256, 256),
     (QuantType.MXFP4, QuantType.Q8_0, 320, 64),
+    # gate/up of IQ2_XXS rows of eight blocks: the gated pairs mode's staged units (at 200 tokens)
+    (QuantType.IQ2_XXS, QuantType.IQ4_XS, 2048, 256),
 ]
 
 

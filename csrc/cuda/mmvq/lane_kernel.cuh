@@ -176,21 +176,25 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   // The split signs' byte masks from the sign-code table (LaneShape's sign_table; the words
   // instance reads the codes, the bytes instance keeps the arithmetic but the same shared layout).
   static_assert(!(kSplitSigns && kShape.sign_table) || HasSignCodes<Traits>::value, "sign table: seven-bit sign codes");
-  constexpr bool kSignTable = kSplitSigns && kShape.sign_table && kWords;
-  // Staged rounds (LaneShape's staged, where the launch found every row's rounds in 16-byte units:
-  // kStagedRounds): each round's rows go into a two-stage ring in shared memory by bulk copies
-  // one round ahead, and the lanes read their blocks' words from there (sm_90).
+  // Staged rounds (LaneShape's staged, where the launch found every row's stage units in 16-byte
+  // units: kStagedRounds): each stage unit (Tl::kStageRounds rounds) of the rows goes into a
+  // two-stage ring in shared memory by bulk copies one unit ahead, and the lanes read their
+  // blocks' words from there (sm_90). Paired rounds do not apply there: the ring keeps the next
+  // unit in flight.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   constexpr bool kBulkCopies = false;
 #else
   constexpr bool kBulkCopies = true;
 #endif
   constexpr bool kStaged = kPairs && kShape.staged && kStagedRounds && kBulkCopies;
-  static_assert(!kStaged || (kShape.team_warps == 1 && !kWords && HasLaneWords<Traits>::value &&
-                             !Traits::kSplitScales && !kShape.pairs && Traits::kBlockBytes % 4 == 0),
-                "staged rounds: one-warp teams, formats with lane words, 4-byte multiple blocks, single rounds");
+  static_assert(
+      !kStaged || (kShape.team_warps == 1 && !kWords && HasLaneWords<Traits>::value && !Traits::kSplitScales &&
+                   (Traits::kBlockBytes % 4 == 0 || (32 / Tl::kSubsPerBlock) % 2 == 0)),
+      "staged rounds: one-warp teams, formats with lane words, whole block pairs per round (a lane's phase is "
+      "the same in every round)");
   // the decode from lane words: read from global memory (kWords), or from the staged copy
   constexpr bool kReadWords = kWords || kStaged;
+  constexpr bool kSignTable = kSplitSigns && kShape.sign_table && kReadWords;
   // One token, formats with addends (IQ4_NL, IQ4_XS through nibble_lookup_addends): four dp4a per
   // group instead of two, and a third fewer integer-ALU instructions to form the bytes (NOTES.md,
   // "IQ4 lookups as addends"); IQ4_XS's through its 64-bit code reads where the shape asks for
@@ -255,10 +259,11 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   static_assert(!kWords || (HasLaneWords<Traits>::value &&
                             (Traits::kBlockBytes % 4 == 0 || kTeamThreads / Tl::kSubsPerBlock % 2 == 0)),
                 "aligned words: blocks 2 mod 4 bytes long come an even number per round");
-  const bool odd = kWords && Traits::kBlockBytes % 4 == 2 && (tid / Tl::kSubsPerBlock) % 2 == 1;
-  // the thread's row pointers point this far into its blocks: lane_anchor, or with kWords at the
-  // 4-byte-aligned address at or before them (lane_words' block4)
-  const int anchor = kWords ? (odd ? -2 : 0) : lane_anchor<Traits>(sub);
+  // (a stage unit starts where its row's unit does modulo 16, so the phase is the same there)
+  const bool odd = kReadWords && Traits::kBlockBytes % 4 == 2 && (tid / Tl::kSubsPerBlock) % 2 == 1;
+  // the thread's row pointers point this far into its blocks: lane_anchor, or reading lane words
+  // at the 4-byte-aligned address at or before them (lane_words' block4)
+  const int anchor = kReadWords ? (odd ? -2 : 0) : lane_anchor<Traits>(sub);
   // rows past N (the last group only) read row 0 and are never stored
   auto row_of = [&](int64_t g, int r) {
     const int64_t row = g * kRows + r;
@@ -270,23 +275,24 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     return LaneItem{};
   };
   [[maybe_unused]] auto item_row = [&](const LaneItem& it, int r) { return lane_item_row<kGated, kRows>(it, r); };
-  // Staged rounds: lane 0 arms stage `stage`'s barrier with the bytes of round q of item `it`'s
-  // rows (the last round may be short; whole 16-byte units, the launch checked), then lane r <
+  // Staged rounds: lane 0 arms stage `stage`'s barrier with the bytes of stage unit u of item
+  // `it`'s rows (the last may be short; whole 16-byte units, the launch checked), then lane r <
   // kRows starts row r's bulk copy: the rows' addresses side by side, where one lane computing all
   // of them held the warp for each in turn. Nothing for an item without a local expert (the same
-  // for the whole team), whose rounds are not waited for.
+  // for the whole team), whose units are not waited for.
   static_assert(!kStaged || kRows < 32, "a lane per row");
+  constexpr int64_t kUnit = Tl::kStageUnitBytes;
   [[maybe_unused]] const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
-  [[maybe_unused]] auto stage_round = [&](const LaneItem& it, int q, int stage) {
+  [[maybe_unused]] auto stage_round = [&](const LaneItem& it, int u, int stage) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kStaged) {
       if (lane >= kRows || !it.live) return;
-      const int64_t done = static_cast<int64_t>(q) * kStep;
-      const auto bytes = static_cast<uint32_t>(row_bytes - done < kStep ? row_bytes - done : kStep);
+      const int64_t done = static_cast<int64_t>(u) * kUnit;
+      const auto bytes = static_cast<uint32_t>(row_bytes - done < kUnit ? row_bytes - done : kUnit);
       fence_proxy_async_shared();  // the lanes' reads of this stage (behind __syncwarp) before its refill
       if (lane == 0) mbarrier_arrive_expect_tx(stage_bars + stage, kRows * bytes);
       __syncwarp((1u << kRows) - 1u);  // armed before any row's bytes can land
-      bulk_copy_to_shared(stage_ring + (stage * kRows + lane) * kStep,
+      bulk_copy_to_shared(stage_ring + (stage * kRows + lane) * kUnit,
                           it.w + item_row(it, lane) * a.w_row_stride + done, bytes, stage_bars + stage);
     }
 #endif
@@ -316,7 +322,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   // activation loads, which would otherwise queue behind them: NOTES.md.)
   if constexpr (!kPairs) prefetch_group(group, 0);
   const Codebooks cb =
-      replicated_int8_codebooks<Traits, lane_grid_copies<Traits>(kShape), lane_grid_opaque_copy<Traits>(kWords)>(smem);
+      replicated_int8_codebooks<Traits, lane_grid_copies<Traits>(kShape), lane_grid_opaque_copy<Traits>(kReadWords)>(
+          smem);
   // The sign masks after the grid, laid out like it: a lane's sit at a constant offset from its
   // grid copy, so a lookup needs no second per-lane address.
   constexpr int kGridCopiesHere = lane_grid_copies<Traits>(kShape);
@@ -426,7 +433,7 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
         const BlockRef b{w[r] + step * kStep - anchor, split};
         [[maybe_unused]] typename LaneWordsOf<Traits>::type words{};
         if constexpr (kStaged)
-          words = LaneReadsOf<Traits>::template lane_words<true>(w[r] + step * kStep - anchor, sub, false);
+          words = LaneReadsOf<Traits>::template lane_words<true>(w[r] + step * kStep, sub, odd);
         else if constexpr (kWords)
           words = LaneReadsOf<Traits>::lane_words(w[r] + step * kStep, sub, odd);
         int sum[kTokens][Tl::kScalesPerSub] = {};
@@ -515,25 +522,31 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
     }
     if constexpr (kStaged) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      // round q in stage `stage` (started a round ago); the round after it (this item's next, or
-      // the team's next item's first) starts into the other stage before the decode
-      const int rounds = (subs + kTeamThreads - 1) / kTeamThreads;
+      // stage unit u in stage `stage` (started a unit ago); the unit after it (this item's next,
+      // or the team's next item's first) starts into the other stage before the decode
+      constexpr int kRounds = Tl::kStageRounds;
+      const int units = (subs + kRounds * kTeamThreads - 1) / (kRounds * kTeamThreads);
 #pragma unroll 1
-      for (int q = 0; q < rounds; ++q) {
-        if (q + 1 < rounds)
-          stage_round(item, q + 1, stage ^ 1);
+      for (int u = 0; u < units; ++u) {
+        if (u + 1 < units)
+          stage_round(item, u + 1, stage ^ 1);
         else if (group + group_step < groups)
           stage_round(item_of(lane_next_item(a, cursor, static_cast<uint32_t>(group_step), per_pair, first_x_row)), 0,
                       stage ^ 1);
         if (item.live) {
           mbarrier_wait_parity(stage_bars + stage, (phases >> stage) & 1u);
           phases ^= 1u << stage;
-          if (tid + q * kTeamThreads < subs) {
 #pragma unroll
-            for (int r = 0; r < kRows; ++r) w[r] = stage_ring + (stage * kRows + r) * kStep + thread_byte + anchor;
-            add_sub_block(tid + q * kTeamThreads, 0);
-            lo += 32 * kTeamThreads;
-            hi += 32 * kTeamThreads;
+          for (int q = 0; q < kRounds; ++q) {
+            const int j_round = tid + (u * kRounds + q) * kTeamThreads;
+            if (j_round < subs) {
+#pragma unroll
+              for (int r = 0; r < kRows; ++r)
+                w[r] = stage_ring + (stage * kRows + r) * kUnit + q * kStep + thread_byte + anchor;
+              add_sub_block(j_round, 0);
+              lo += 32 * kTeamThreads;
+              hi += 32 * kTeamThreads;
+            }
           }
         }
         __syncwarp();  // every lane done with this stage before the next copies into it start

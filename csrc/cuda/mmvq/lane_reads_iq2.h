@@ -26,11 +26,13 @@ struct LaneReads<QuantType::IQ2_XXS> : LaneReadsBase<QuantType::IQ2_XXS> {
   }
 
   // The aligned-word read of sub-block ib (HasLaneWords): its 8 bytes and d in four word loads
-  // (five halfword loads in the SASS of the block reads).
+  // (five halfword loads in the SASS of the block reads). Plain loads, so kStaged (a copy in
+  // shared memory: the lane kernel's staged rounds) reads the same way.
   struct LaneWords {
     uint32_t sub[2];  // the grid indices, then the sign/scale word
     uint32_t d;
   };
+  template <bool kStaged = false>
   LOWBIT_HD static LaneWords lane_words(const uint8_t* block4, int ib, bool odd) {
     static_assert(offsetof(Block, qs) % 4 == 2, "phase_words runs start 2 mod 4");
     LaneWords r;

@@ -120,16 +120,17 @@ bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
         }
       }
       a.pairs.items_per_block = g.items_per_block;
+      // (staged rounds read lane words from their copies: before the global aligned words)
+      if constexpr (lane_pairs_shape<Traits>(false, kGated, kFew).staged) {
+        if (staged) {
+          launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, false, kMode, kFew, true>>(a, g, stream);
+          return true;
+        }
+      }
       // aligned words where the shape asks for them and every expert's rows allow them
       if constexpr (HasLaneWords<Traits>::value && lane_pairs_shape<Traits>(true, kGated, kFew).words) {
         if (blocks_pair_aligned<Traits>(a) && a.pairs.w_expert_stride % 4 == 0) {
           launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, true, kMode, kFew>>(a, g, stream);
-          return true;
-        }
-      }
-      if constexpr (lane_pairs_shape<Traits>(false, kGated, kFew).staged) {
-        if (staged) {
-          launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, false, kMode, kFew, true>>(a, g, stream);
           return true;
         }
       }

@@ -143,6 +143,11 @@ struct MmvqLaneTiling {
   }
   // bytes a warp's round advances its pointers by (whole format blocks)
   static constexpr int64_t kStepBytes = 32 / kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
+  // Staged rounds (LaneShape's staged): the rounds one bulk copy per row brings, the fewest whose
+  // bytes are whole 16-byte units (one for IQ4_XS's 544-byte rounds, two for IQ2_XXS's 264), and
+  // those bytes: a stage of the ring holds one such unit of each of the team's rows.
+  static constexpr int kStageRounds = static_cast<int>(16 / std::gcd(int64_t{16}, kStepBytes));
+  static constexpr int64_t kStageUnitBytes = kStageRounds * kStepBytes;
   // The table, then the activation codes [tokens][K] (each sub-block's two 16-byte halves swapped
   // in every other run of four sub-blocks, so that eight lanes' 16-byte reads of consecutive
   // sub-blocks meet 32 distinct banks), then their scales [K / 32][tokens].
@@ -163,17 +168,18 @@ struct MmvqLaneTiling {
     return table_bytes(kShape) + rows * k + k / 32 * rows * 4 + teams * kPartials * 4 +
            (staged && kShape.staged ? 16 + teams * stage_ring_bytes(kShape) : 0);
   }
-  // A team's two stage barriers and ring of two stages of its rows' round (LaneShape's staged;
-  // 16-byte aligned after the partial sums).
+  // A team's two stage barriers and ring of two stages of its rows' stage units (LaneShape's
+  // staged; 16-byte aligned after the partial sums).
   static constexpr int64_t stage_ring_bytes(const LaneShape& s) {
-    return 16 + (2 * s.rows * kStepBytes * s.team_warps + 15) / 16 * 16;
+    return 16 + (2 * s.rows * kStageUnitBytes * s.team_warps + 15) / 16 * 16;
   }
-  // Whether the rows' rounds come in whole 16-byte units, as the staged rounds' bulk copies need
-  // (a row's bytes, its round's, and every row's and expert's start).
+  // Whether the rows' stage units are whole 16-byte units, as the staged rounds' bulk copies need
+  // (a row's bytes and every row's and expert's start; the unit's bytes are by construction).
   static bool rounds_in_16_byte_units(const void* w, int64_t k, int64_t row_stride, int64_t expert_stride) {
+    static_assert(kStageUnitBytes % 16 == 0, "whole 16-byte units");
     const int64_t row_bytes = k / Traits::kBlockElems * Traits::kBlockBytes;
     return ((reinterpret_cast<uintptr_t>(w) | static_cast<uint64_t>(row_stride) | static_cast<uint64_t>(expert_stride) |
-             static_cast<uint64_t>(row_bytes) | static_cast<uint64_t>(kStepBytes)) &
+             static_cast<uint64_t>(row_bytes)) &
             15) == 0;
   }
 };
