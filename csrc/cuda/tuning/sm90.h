@@ -76,7 +76,7 @@ inline constexpr Provenance kMoeSignTable20261204{"H200", "4bb82b9", "2026-12-04
 inline constexpr Provenance kMoeStagedRounds20261204{"H200", "8a0d2b0", "2026-12-04"};  // against 19527da
 // IQ2_XXS's staged in units of two rounds (its 264-byte round is not whole 16-byte units), with
 // the sign-mask table of kMoeSignTable20261204 (NOTES.md, "staged units for IQ2_XXS").
-inline constexpr Provenance kMoeStagedUnits20261204{"H200", "09ce5a2+", "2026-12-04"};  // against 09ce5a2
+inline constexpr Provenance kMoeStagedUnits20261204{"H200", "7a10b81", "2026-12-04"};  // against 09ce5a2
 inline constexpr LanePairsRow kLanePairsRows[] = {
     {Q::IQ4_XS, 4, 1, 1, &kMoeStagedRounds20261204, false, W::kBoth, 0, false, /*staged=*/true},
     {Q::IQ4_NL, 4, 1, 2, &kMoePairedRounds20261202, /*paired_rounds=*/true},
