@@ -163,18 +163,27 @@ TEST(LanePairsGrid, FewItemsTakeTheirOwnSplit) {
 // barriers per team. On the H200 they fit beside the runs of moe_proj at eight tokens, which the
 // launch requires; on a GPU of 99 KB per block they would shorten the runs, and the launch keeps
 // the unstaged kernel there.
-TEST(LanePairsGrid, StagedRingsFitBesideTheRuns) {
-  using IQ4 = FormatTraits<QuantType::IQ4_XS>;
-  using Tl = MmvqLaneTiling<IQ4>;
-  static_assert(lane_pairs_shape<IQ4>(false, false).staged && !lane_pairs_shape<IQ4>(false, false, true).staged);
-  static_assert(Tl::stage_ring_bytes(lane_pairs_shape<IQ4>(false, false)) == 16 + 2 * 4 * 544);
+// The staged grid of moe_proj at eight tokens (64 pairs of 768 rows, K = 2048) on the H200 against
+// the unstaged one: the same runs and teams, and beside them each team's two barriers and ring of
+// two stages of four rows' stage units (unit_bytes each).
+template <class Traits>
+void expect_rings_beside_the_runs(int64_t unit_bytes) {
+  static_assert(lane_pairs_shape<Traits>(false, false).staged && !lane_pairs_shape<Traits>(false, false, true).staged);
+  EXPECT_EQ(MmvqLaneTiling<Traits>::stage_ring_bytes(lane_pairs_shape<Traits>(false, false)), 16 + 2 * 4 * unit_bytes);
   const DeviceFacts d = h200();
-  const LanePairsGrid plain = lane_pairs_grid<IQ4, false>(768, 2048, 64, 8, d);
-  const LanePairsGrid staged = lane_pairs_grid<IQ4, false>(768, 2048, 64, 8, d, true);
+  const LanePairsGrid plain = lane_pairs_grid<Traits, false>(768, 2048, 64, 8, d);
+  const LanePairsGrid staged = lane_pairs_grid<Traits, false>(768, 2048, 64, 8, d, true);
   ASSERT_TRUE(plain.fits && staged.fits);
   EXPECT_EQ(staged.items_per_block, plain.items_per_block);
   EXPECT_EQ(staged.threads, plain.threads);
-  EXPECT_EQ(staged.smem - plain.smem, 16 + plain.threads / 32 * (16 + 2 * 4 * 544));
+  EXPECT_EQ(staged.smem - plain.smem, 16 + plain.threads / 32 * (16 + 2 * 4 * unit_bytes));
+}
+
+TEST(LanePairsGrid, StagedRingsFitBesideTheRuns) {
+  using IQ4 = FormatTraits<QuantType::IQ4_XS>;
+  using Tl = MmvqLaneTiling<IQ4>;
+  expect_rings_beside_the_runs<IQ4>(544);
+  const DeviceFacts d = h200();
   DeviceFacts small = d;
   small.shared_per_block_optin = 99 * 1024;
   const LanePairsGrid small_plain = lane_pairs_grid<IQ4, false>(768, 2048, 64, 8, small);
@@ -193,15 +202,7 @@ TEST(LanePairsGrid, StagedUnitsOfTwoRoundsWhereOneIsNotWhole) {
   // a round is four 66-byte blocks (264 bytes, 8 mod 16): two to a unit; IQ4_XS's 544 alone
   static_assert(Tl::kStageRounds == 2 && Tl::kStageUnitBytes == 528);
   static_assert(MmvqLaneTiling<FormatTraits<QuantType::IQ4_XS>>::kStageRounds == 1);
-  static_assert(lane_pairs_shape<IQ2>(false, false).staged && !lane_pairs_shape<IQ2>(false, false, true).staged);
-  static_assert(Tl::stage_ring_bytes(lane_pairs_shape<IQ2>(false, false)) == 16 + 2 * 4 * 528);
-  const DeviceFacts d = h200();
-  const LanePairsGrid plain = lane_pairs_grid<IQ2, false>(768, 2048, 64, 8, d);
-  const LanePairsGrid staged = lane_pairs_grid<IQ2, false>(768, 2048, 64, 8, d, true);
-  ASSERT_TRUE(plain.fits && staged.fits);
-  EXPECT_EQ(staged.items_per_block, plain.items_per_block);
-  EXPECT_EQ(staged.threads, plain.threads);
-  EXPECT_EQ(staged.smem - plain.smem, 16 + plain.threads / 32 * (16 + 2 * 4 * 528));
+  expect_rings_beside_the_runs<IQ2>(528);
   // rows of a multiple of eight blocks are whole units (K = 2048: 528 bytes); six blocks are not
   alignas(16) static uint8_t weights[64];
   EXPECT_TRUE(Tl::rounds_in_16_byte_units(weights, 2048, 528, 768 * 528));
