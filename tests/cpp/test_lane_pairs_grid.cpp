@@ -191,9 +191,9 @@ TEST(LanePairsGrid, StagedRingsFitBesideTheRuns) {
   EXPECT_LT(small_staged.items_per_block, small_plain.items_per_block);
   // rows' rounds in 16-byte units: K = 2048 (1088-byte rows), not K = 768 (408-byte rows)
   alignas(16) static uint8_t weights[64];
-  EXPECT_TRUE(Tl::rounds_in_16_byte_units(weights, 2048, 1088, 768 * 1088));
-  EXPECT_FALSE(Tl::rounds_in_16_byte_units(weights, 768, 408, 40 * 408));
-  EXPECT_FALSE(Tl::rounds_in_16_byte_units(weights + 8, 2048, 1088, 768 * 1088));
+  EXPECT_TRUE(Tl::rows_in_16_byte_units(weights, 2048, 1088, 768 * 1088));
+  EXPECT_FALSE(Tl::rows_in_16_byte_units(weights, 768, 408, 40 * 408));
+  EXPECT_FALSE(Tl::rows_in_16_byte_units(weights + 8, 2048, 1088, 768 * 1088));
 }
 
 TEST(LanePairsGrid, StagedUnitsOfTwoRoundsWhereOneIsNotWhole) {
@@ -205,8 +205,8 @@ TEST(LanePairsGrid, StagedUnitsOfTwoRoundsWhereOneIsNotWhole) {
   expect_rings_beside_the_runs<IQ2>(528);
   // rows of a multiple of eight blocks are whole units (K = 2048: 528 bytes); six blocks are not
   alignas(16) static uint8_t weights[64];
-  EXPECT_TRUE(Tl::rounds_in_16_byte_units(weights, 2048, 528, 768 * 528));
-  EXPECT_FALSE(Tl::rounds_in_16_byte_units(weights, 1536, 396, 30 * 396));
+  EXPECT_TRUE(Tl::rows_in_16_byte_units(weights, 2048, 528, 768 * 528));
+  EXPECT_FALSE(Tl::rows_in_16_byte_units(weights, 1536, 396, 30 * 396));
 }
 
 TEST(LanePairsGrid, DeclinesWhereNoRunFits) {

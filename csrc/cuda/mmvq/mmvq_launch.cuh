@@ -107,12 +107,12 @@ bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
       constexpr MmvqMode kMode = kGated ? MmvqMode::kGatedPairs : MmvqMode::kPairs;
       LanePairsGrid g = lane_pairs_grid<Traits, kGated, kFew>(a.n, a.k, a.pairs.count, a.pairs.x_pair_divisor, device);
       if (!g.fits) return false;
-      // staged rounds where the shape asks for them, the device has bulk copies, every row's rounds
-      // are whole 16-byte units and the rings fit beside the runs the unstaged kernel would take
+      // staged rounds where the shape asks for them, the device has bulk copies, the rows (so their
+      // stage units) are whole 16-byte units and the rings fit beside the unstaged kernel's runs
       bool staged = false;
       if constexpr (lane_pairs_shape<Traits>(false, kGated, kFew).staged) {
         if (limits.compute_major >= 9 &&
-            MmvqLaneTiling<Traits>::rounds_in_16_byte_units(a.w, a.k, a.w_row_stride, a.pairs.w_expert_stride)) {
+            MmvqLaneTiling<Traits>::rows_in_16_byte_units(a.w, a.k, a.w_row_stride, a.pairs.w_expert_stride)) {
           const LanePairsGrid s =
               lane_pairs_grid<Traits, kGated, kFew>(a.n, a.k, a.pairs.count, a.pairs.x_pair_divisor, device, true);
           staged = s.fits && s.items_per_block == g.items_per_block && s.threads == g.threads;

@@ -173,9 +173,10 @@ struct MmvqLaneTiling {
   static constexpr int64_t stage_ring_bytes(const LaneShape& s) {
     return 16 + (2 * s.rows * kStageUnitBytes * s.team_warps + 15) / 16 * 16;
   }
-  // Whether the rows' stage units are whole 16-byte units, as the staged rounds' bulk copies need
-  // (a row's bytes and every row's and expert's start; the unit's bytes are by construction).
-  static bool rounds_in_16_byte_units(const void* w, int64_t k, int64_t row_stride, int64_t expert_stride) {
+  // Whether the rows are whole 16-byte units (a row's bytes, every row's and expert's start), so
+  // that their stage units are too, as the staged rounds' bulk copies need (a unit's bytes are by
+  // construction).
+  static bool rows_in_16_byte_units(const void* w, int64_t k, int64_t row_stride, int64_t expert_stride) {
     static_assert(kStageUnitBytes % 16 == 0, "whole 16-byte units");
     const int64_t row_bytes = k / Traits::kBlockElems * Traits::kBlockBytes;
     return ((reinterpret_cast<uintptr_t>(w) | static_cast<uint64_t>(row_stride) | static_cast<uint64_t>(expert_stride) |
