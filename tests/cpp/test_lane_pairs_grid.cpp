@@ -164,19 +164,35 @@ TEST(LanePairsGrid, FewItemsTakeTheirOwnSplit) {
 // launch requires; on a GPU of 99 KB per block they would shorten the runs, and the launch keeps
 // the unstaged kernel there.
 // The staged grid of moe_proj at eight tokens (64 pairs of 768 rows, K = 2048) on the H200 against
-// the unstaged one: the same runs and teams, and beside them each team's two barriers and ring of
-// two stages of four rows' stage units (unit_bytes each).
+// the unstaged one: the same runs and teams, and beside them each team's ring: two stages of a box
+// of four rows' stage units (unit_bytes each; gated, two boxes of two rows: the gate rows', the up
+// rows'), each box in a slot of whole 128-byte units (the tensor copies' alignment), then the two
+// barriers, the ring in 128-byte units; the rings start at a 128-byte boundary (128 bytes planned).
+// Gated (the gate/up projection of the same layer: 2 x 768 rows) the same.
+int64_t round_up_128(int64_t bytes) {
+  return (bytes + 127) / 128 * 128;
+}
 template <class Traits>
 void expect_rings_beside_the_runs(int64_t unit_bytes) {
+  using Tl = MmvqLaneTiling<Traits>;
   static_assert(lane_pairs_shape<Traits>(false, false).staged && !lane_pairs_shape<Traits>(false, false, true).staged);
-  EXPECT_EQ(MmvqLaneTiling<Traits>::stage_ring_bytes(lane_pairs_shape<Traits>(false, false)), 16 + 2 * 4 * unit_bytes);
   const DeviceFacts d = h200();
-  const LanePairsGrid plain = lane_pairs_grid<Traits, false>(768, 2048, 64, 8, d);
-  const LanePairsGrid staged = lane_pairs_grid<Traits, false>(768, 2048, 64, 8, d, true);
-  ASSERT_TRUE(plain.fits && staged.fits);
-  EXPECT_EQ(staged.items_per_block, plain.items_per_block);
-  EXPECT_EQ(staged.threads, plain.threads);
-  EXPECT_EQ(staged.smem - plain.smem, 16 + plain.threads / 32 * (16 + 2 * 4 * unit_bytes));
+  for (bool gated : {false, true}) {
+    const LaneShape shape = lane_pairs_shape<Traits>(false, gated);
+    ASSERT_EQ(shape.rows, 4);
+    const int64_t slot = round_up_128(4 / (gated ? 2 : 1) * unit_bytes);
+    EXPECT_EQ(Tl::stage_slot_bytes(shape, gated), slot);
+    EXPECT_EQ(Tl::stage_ring_bytes(shape, gated), round_up_128(2 * (gated ? 2 : 1) * slot + 16));
+    EXPECT_EQ(Tl::stage_ring_bytes(shape, gated) % 128, 0);
+    const LanePairsGrid plain = gated ? lane_pairs_grid<Traits, true>(1536, 2048, 64, 8, d)
+                                      : lane_pairs_grid<Traits, false>(768, 2048, 64, 8, d);
+    const LanePairsGrid staged = gated ? lane_pairs_grid<Traits, true>(1536, 2048, 64, 8, d, true)
+                                       : lane_pairs_grid<Traits, false>(768, 2048, 64, 8, d, true);
+    ASSERT_TRUE(plain.fits && staged.fits);
+    EXPECT_EQ(staged.items_per_block, plain.items_per_block);
+    EXPECT_EQ(staged.threads, plain.threads);
+    EXPECT_EQ(staged.smem - plain.smem, 128 + plain.threads / 32 * Tl::stage_ring_bytes(shape, gated));
+  }
 }
 
 TEST(LanePairsGrid, StagedRingsFitBesideTheRuns) {

@@ -44,6 +44,17 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
                "l"(src), "r"(bytes), "r"(shared_address(bar))
                : "memory");
 }
+// A box of a tensor map's 3-D array (tensor_map.h; the map in a __grid_constant__ parameter) at
+// coordinates c0, c1, c2, counted on the barrier as bulk copies are (the box's bytes, the words
+// outside the array among them as zeros).
+__device__ __forceinline__ void tensor_copy_3d_to_shared(void* dst, const void* map, int c0, int c1, int c2,
+                                                         uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n" ::"r"(shared_address(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(shared_address(bar))
+      : "memory");
+}
 __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
   asm volatile(
       "{\n .reg .pred done;\n wait_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n @!done bra "

@@ -30,6 +30,8 @@
 // is one kernel: no expert table, no prologue.
 #pragma once
 
+#include <cuda.h>
+
 #include "cuda/common/activation.cuh"
 #include "cuda/common/device_codebooks.cuh"
 #include "cuda/common/int8_activations.cuh"
@@ -148,10 +150,13 @@ constexpr LaneShape lane_kernel_shape(bool words) {
 // their own shape (lane_pairs_shape; gated: kRows / 2 outputs' gate rows, then their up rows;
 // kFewPairs: the split for few items, lane_pairs_few; kStagedRounds: the shape's staged rounds,
 // where the launch found the rows' rounds in whole 16-byte units).
-template <class Traits, class Act, int kTokens, bool kWords = false, MmvqMode kMode = MmvqMode::kDense,
-          bool kFewPairs = false, bool kStagedRounds = false>
-__global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
-    mmvq_lane_kernel(std::conditional_t<kMode == MmvqMode::kDense, MmvqArgs, MmvqPairArgs> a) {
+// The body of both kernels below: the dense one's arguments are MmvqArgs, the pairs modes'
+// MmvqPairArgs. w_map (pairs modes, staged rounds): a tensor map of the experts' rows as 32-bit
+// words ([experts][n][row words], the launch's encode_stage_map), a box of which is a stage unit of
+// an item's rows (gated: of half of them), so that a unit is one copy from one lane.
+template <class Traits, class Act, int kTokens, bool kWords, MmvqMode kMode, bool kFewPairs, bool kStagedRounds>
+__device__ __forceinline__ void lane_kernel_body(
+    const std::conditional_t<kMode == MmvqMode::kDense, MmvqArgs, MmvqPairArgs>& a, const CUtensorMap* w_map) {
   using Tl = MmvqLaneTiling<Traits>;
   constexpr bool kPairs = kMode != MmvqMode::kDense, kGated = kMode == MmvqMode::kGatedPairs;
   static_assert(!kPairs || kTokens == 1, "a pair is one token");
@@ -177,8 +182,9 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   // instance reads the codes, the bytes instance keeps the arithmetic but the same shared layout).
   static_assert(!(kSplitSigns && kShape.sign_table) || HasSignCodes<Traits>::value, "sign table: seven-bit sign codes");
   // Staged rounds (LaneShape's staged, where the launch found every row's stage units in 16-byte
-  // units: kStagedRounds): each stage unit (Tl::kStageRounds rounds) of the rows goes into a
-  // two-stage ring in shared memory by bulk copies one unit ahead, and the lanes read their
+  // units and encoded the weights' tensor map: kStagedRounds): each stage unit (Tl::kStageRounds
+  // rounds) of the rows goes into a two-stage ring in shared memory as a tensor copy one unit ahead
+  // (stage_round below), and the lanes read their
   // blocks' words from there (sm_90). Paired rounds do not apply there: the ring keeps the next
   // unit in flight.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
@@ -237,17 +243,20 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   uint8_t* const codes = smem + Tl::table_bytes(kShape);
   float* const code_scales = reinterpret_cast<float*>(codes + x_rows.count * a.k);
   float* const partials = code_scales + a.k / 32 * x_rows.count;  // [team][parity][member][kSums]
-  // staged rounds: this team's two barriers, then its ring of two stages of kRows rows of a round
-  // (kStep bytes each)
+  // staged rounds: this team's ring of two stages, each kBoxes slots of a box of kBoxRows rows'
+  // stage units (Tl::stage_slot_bytes), then its two barriers; the rings from the first 128-byte
+  // boundary after the partial sums
+  constexpr int kBoxes = Tl::stage_boxes(kGated), kBoxRows = kRows / kBoxes;
+  constexpr int64_t kSlot = Tl::stage_slot_bytes(kShape, kGated);
   [[maybe_unused]] uint64_t* stage_bars = nullptr;
   [[maybe_unused]] uint8_t* stage_ring = nullptr;
   if constexpr (kStaged) {
     // (as an offset from smem, so that the compiler sees shared memory and reads it by LDS)
-    const auto* end =
-        reinterpret_cast<const uint8_t*>(partials + (kTeamWarps > 1 ? teams * 2 * kTeamWarps * kSums : 0));
-    uint8_t* const mine = smem + ((end - smem + 15) & ~ptrdiff_t{15}) + team * Tl::stage_ring_bytes(kShape);
-    stage_bars = reinterpret_cast<uint64_t*>(mine);
-    stage_ring = mine + 16;
+    const auto end =
+        reinterpret_cast<const uint8_t*>(partials + (kTeamWarps > 1 ? teams * 2 * kTeamWarps * kSums : 0)) - smem;
+    const uint32_t pad = (0u - (shared_address(smem) + static_cast<uint32_t>(end))) & 127u;
+    stage_ring = smem + end + pad + team * Tl::stage_ring_bytes(kShape, kGated);
+    stage_bars = reinterpret_cast<uint64_t*>(stage_ring + 2 * kBoxes * kSlot);
   }
   // This thread's sub-blocks j = tid + kTeamThreads i: always sub-block `sub` of a format block,
   // the blocks kStep apart.
@@ -276,24 +285,22 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
   };
   [[maybe_unused]] auto item_row = [&](const LaneItem& it, int r) { return lane_item_row<kGated, kRows>(it, r); };
   // Staged rounds: lane 0 arms stage `stage`'s barrier with the bytes of stage unit u of item
-  // `it`'s rows (the last may be short; whole 16-byte units, the launch checked), then lane r <
-  // kRows starts row r's bulk copy: the rows' addresses side by side, where one lane computing all
-  // of them held the warp for each in turn. Nothing for an item without a local expert (the same
-  // for the whole team), whose units are not waited for.
-  static_assert(!kStaged || kRows < 32, "a lane per row");
+  // `it`'s rows and copies them as one box of the weights' tensor map (gated: the gate rows' box,
+  // then the up rows'; w_map): box b at slot b of the stage, its row r kUnit * r bytes into it.
+  // Rows past the expert's and words past the row's end arrive as zeros and count among the box's
+  // bytes; their sums are never stored. Nothing for an item without a local expert (the same for
+  // the whole team), whose units are not waited for.
   constexpr int64_t kUnit = Tl::kStageUnitBytes;
-  [[maybe_unused]] const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
   [[maybe_unused]] auto stage_round = [&](const LaneItem& it, int u, int stage) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kStaged) {
-      if (lane >= kRows || !it.live) return;
-      const int64_t done = static_cast<int64_t>(u) * kUnit;
-      const auto bytes = static_cast<uint32_t>(row_bytes - done < kUnit ? row_bytes - done : kUnit);
-      fence_proxy_async_shared();  // the lanes' reads of this stage (behind __syncwarp) before its refill
-      if (lane == 0) mbarrier_arrive_expect_tx(stage_bars + stage, kRows * bytes);
-      __syncwarp((1u << kRows) - 1u);  // armed before any row's bytes can land
-      bulk_copy_to_shared(stage_ring + (stage * kRows + lane) * kUnit,
-                          it.w + item_row(it, lane) * a.w_row_stride + done, bytes, stage_bars + stage);
+      if (lane != 0 || !it.live) return;
+      fence_proxy_async_shared();  // the warp's reads of this stage (behind __syncwarp) before its refill
+      mbarrier_arrive_expect_tx(stage_bars + stage, static_cast<uint32_t>(kRows * kUnit));
+#pragma unroll
+      for (int box = 0; box < kBoxes; ++box)
+        tensor_copy_3d_to_shared(stage_ring + (stage * kBoxes + box) * kSlot, w_map, static_cast<int>(u * (kUnit / 4)),
+                                 static_cast<int>(it.first + box * it.step), it.expert, stage_bars + stage);
     }
 #endif
   };
@@ -542,7 +549,8 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
             if (j_round < subs) {
 #pragma unroll
               for (int r = 0; r < kRows; ++r)
-                w[r] = stage_ring + (stage * kRows + r) * kUnit + q * kStep + thread_byte + anchor;
+                w[r] = stage_ring + (stage * kBoxes + r / kBoxRows) * kSlot + r % kBoxRows * kUnit + q * kStep +
+                       thread_byte + anchor;
               add_sub_block(j_round, 0);
               lo += 32 * kTeamThreads;
               hi += 32 * kTeamThreads;
@@ -622,6 +630,24 @@ __global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
         static_cast<Act*>(a.y)[(index % kTokens) * a.y_row_stride + row] = from_float<Act>(total);
     }
   }
+}
+
+template <class Traits, class Act, int kTokens, bool kWords = false>
+__global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_kernel(MmvqArgs a) {
+  lane_kernel_body<Traits, Act, kTokens, kWords, MmvqMode::kDense, false, false>(a, nullptr);
+}
+
+// The pairs modes (kMode kPairs or kGatedPairs): unstaged, and with the staged rounds, whose tensor
+// map is a parameter of its own (inside MmvqPairArgs its 64-byte alignment cost an unstaged
+// instance a spill) and of theirs only.
+template <class Traits, MmvqMode kMode, bool kWords, bool kFewPairs>
+__global__ void __launch_bounds__(32 * kLaneBlockWarps, 1) mmvq_lane_pairs_kernel(MmvqPairArgs a) {
+  lane_kernel_body<Traits, __nv_bfloat16, 1, kWords, kMode, kFewPairs, false>(a, nullptr);
+}
+template <class Traits, MmvqMode kMode, bool kFewPairs>
+__global__ void __launch_bounds__(32 * kLaneBlockWarps, 1)
+    mmvq_lane_staged_kernel(MmvqPairArgs a, const __grid_constant__ CUtensorMap w_map) {
+  lane_kernel_body<Traits, __nv_bfloat16, 1, false, kMode, kFewPairs, true>(a, &w_map);
 }
 
 }  // namespace lowbit::cuda_detail

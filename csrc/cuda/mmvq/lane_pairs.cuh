@@ -23,6 +23,7 @@ struct LaneItem {
   const uint8_t* scales;
   int64_t first, step, limit;  // limit: the rows (gated: outputs) of the expert
   int x_row;
+  int expert;  // local expert (0 where not live)
   bool live;
 };
 
@@ -44,6 +45,7 @@ __device__ __forceinline__ LaneItem lane_item(const MmvqPairArgs& a, const LaneC
   const int32_t e = a.pairs.experts.of(c.pair);
   it.live = e >= 0;
   const int64_t expert = it.live ? e : 0;
+  it.expert = static_cast<int>(expert);
   it.w = a.w + expert * a.pairs.w_expert_stride;
   it.scales = a.scales != nullptr ? a.scales + expert * a.pairs.scale_expert_stride : nullptr;
   it.first = static_cast<int64_t>(c.group) * lane_item_span(kGated, kRows);

@@ -24,6 +24,7 @@ namespace lowbit::cuda_detail {
 struct MmvqPairs {
   PairExperts experts;
   int64_t count = 0;
+  int64_t expert_count = 0;     // the experts in w (the lane kernel's tensor map)
   int64_t w_expert_stride = 0;  // bytes
   int64_t scale_expert_stride = 0;
   int64_t x_pair_divisor = 1;

@@ -4,6 +4,7 @@
 
 #include "cuda/common/int8_activations.cuh"
 #include "cuda/common/launch.h"
+#include "cuda/common/tensor_map.h"
 #include "cuda/mmvq/bf16_kernel.cuh"
 #include "cuda/mmvq/int8_kernel.cuh"
 #include "cuda/mmvq/lane_kernel.cuh"
@@ -80,23 +81,40 @@ void launch_mmvq_int8_pairs(const MmvqPairArgs& a, cudaStream_t stream) {
     launch_programmatic<plain>(blocks, 32 * warps, Tl::smem_bytes(warps), stream, "moe_vec (int8)", a);
 }
 
-template <auto kKernel>
-void launch_lane_pairs_kernel(const MmvqPairArgs& a, const LanePairsGrid& g, cudaStream_t stream) {
+template <auto kKernel, class... Args>
+void launch_lane_pairs_kernel(const LanePairsGrid& g, cudaStream_t stream, const Args&... args) {
   if (g.smem > 48 * 1024)  // the device's most, once: any later shape fits the one setting
     configure_shared_memory(reinterpret_cast<const void*>(kKernel), current_device_limits().shared_per_block_optin,
                             "moe_vec (dp4a lanes)");
-  launch_programmatic<kKernel>(g.blocks, g.threads, g.smem, stream, "moe_vec (dp4a lanes)", a);
+  launch_programmatic<kKernel>(g.blocks, g.threads, g.smem, stream, "moe_vec (dp4a lanes)", args...);
 }
 
 // The pairs mode on the dp4a lane kernel (lane_pairs.cuh): one kernel, each block quantizing the
 // activation rows of its pairs (no prologue, no workspace). Returns false, launching nothing, where
 // the lane kernel has no one-token shape for the type or one activation row does not fit a block's
 // shared memory (launch_mmvq_int8_pairs serves there).
+// The staged rounds' tensor map (lane_kernel_body's w_map): the experts' rows as 32-bit words, a
+// box a stage unit of an item's rows (gated: of its gate rows, then of its up rows). False where
+// the TMA cannot take these weights (the unstaged kernel serves).
+template <class Traits, bool kGated, bool kFew>
+bool encode_stage_map(const MmvqPairArgs& a, CUtensorMap& w_map) {
+  using Tl = MmvqLaneTiling<Traits>;
+  constexpr LaneShape kShape = lane_pairs_shape<Traits>(false, kGated, kFew);
+  const int64_t row_bytes = a.k / Traits::kBlockElems * Traits::kBlockBytes;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(row_bytes / 4), static_cast<cuuint64_t>(a.n),
+                              static_cast<cuuint64_t>(a.pairs.expert_count)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(Tl::kStageUnitBytes / 4),
+                             static_cast<cuuint32_t>(kGated ? kShape.rows / 2 : kShape.rows), 1};
+  return row_bytes % 4 == 0 && encode_word_map_3d(&w_map, a.w, dims, static_cast<cuuint64_t>(a.w_row_stride),
+                                                  static_cast<cuuint64_t>(a.pairs.w_expert_stride), box);
+}
+
 template <class Traits>
 bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
   if constexpr (!HasInt8<Traits>::value || lane_shape<Traits>(1).rows == 0) {
     return false;
   } else {
+    CUtensorMap w_map{};  // the staged rounds' (encode_stage_map)
     const DeviceLimits& limits = current_device_limits();
     DeviceFacts device;
     device.shared_per_block_optin = limits.shared_per_block_optin;
@@ -108,11 +126,13 @@ bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
       LanePairsGrid g = lane_pairs_grid<Traits, kGated, kFew>(a.n, a.k, a.pairs.count, a.pairs.x_pair_divisor, device);
       if (!g.fits) return false;
       // staged rounds where the shape asks for them, the device has bulk copies, the rows (so their
-      // stage units) are whole 16-byte units and the rings fit beside the unstaged kernel's runs
+      // stage units) are whole 16-byte units, the rings fit beside the unstaged kernel's runs and
+      // the weights have a tensor map
       bool staged = false;
       if constexpr (lane_pairs_shape<Traits>(false, kGated, kFew).staged) {
         if (limits.compute_major >= 9 &&
-            MmvqLaneTiling<Traits>::rows_in_16_byte_units(a.w, a.k, a.w_row_stride, a.pairs.w_expert_stride)) {
+            MmvqLaneTiling<Traits>::rows_in_16_byte_units(a.w, a.k, a.w_row_stride, a.pairs.w_expert_stride) &&
+            encode_stage_map<Traits, kGated, kFew>(a, w_map)) {
           const LanePairsGrid s =
               lane_pairs_grid<Traits, kGated, kFew>(a.n, a.k, a.pairs.count, a.pairs.x_pair_divisor, device, true);
           staged = s.fits && s.items_per_block == g.items_per_block && s.threads == g.threads;
@@ -123,18 +143,18 @@ bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
       // (staged rounds read lane words from their copies: before the global aligned words)
       if constexpr (lane_pairs_shape<Traits>(false, kGated, kFew).staged) {
         if (staged) {
-          launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, false, kMode, kFew, true>>(a, g, stream);
+          launch_lane_pairs_kernel<&mmvq_lane_staged_kernel<Traits, kMode, kFew>>(g, stream, a, w_map);
           return true;
         }
       }
       // aligned words where the shape asks for them and every expert's rows allow them
       if constexpr (HasLaneWords<Traits>::value && lane_pairs_shape<Traits>(true, kGated, kFew).words) {
         if (blocks_pair_aligned<Traits>(a) && a.pairs.w_expert_stride % 4 == 0) {
-          launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, true, kMode, kFew>>(a, g, stream);
+          launch_lane_pairs_kernel<&mmvq_lane_pairs_kernel<Traits, kMode, true, kFew>>(g, stream, a);
           return true;
         }
       }
-      launch_lane_pairs_kernel<&mmvq_lane_kernel<Traits, __nv_bfloat16, 1, false, kMode, kFew>>(a, g, stream);
+      launch_lane_pairs_kernel<&mmvq_lane_pairs_kernel<Traits, kMode, false, kFew>>(g, stream, a);
       return true;
     };
     auto launch_gated = [&](auto gated) {

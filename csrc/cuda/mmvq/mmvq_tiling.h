@@ -143,7 +143,7 @@ struct MmvqLaneTiling {
   }
   // bytes a warp's round advances its pointers by (whole format blocks)
   static constexpr int64_t kStepBytes = 32 / kSubsPerBlock * static_cast<int64_t>(Traits::kBlockBytes);
-  // Staged rounds (LaneShape's staged): the rounds one bulk copy per row brings, the fewest whose
+  // Staged rounds (LaneShape's staged): the rounds one stage unit of a row holds, the fewest whose
   // bytes are whole 16-byte units (one for IQ4_XS's 544-byte rounds, two for IQ2_XXS's 264), and
   // those bytes: a stage of the ring holds one such unit of each of the team's rows.
   static constexpr int kStageRounds = static_cast<int>(16 / std::gcd(int64_t{16}, kStepBytes));
@@ -166,12 +166,21 @@ struct MmvqLaneTiling {
     constexpr LaneShape kShape = lane_pairs_shape<Traits>(true, kGated, kFew);
     constexpr int kPartials = kShape.team_warps > 1 ? 2 * kShape.team_warps * kShape.rows : 0;
     return table_bytes(kShape) + rows * k + k / 32 * rows * 4 + teams * kPartials * 4 +
-           (staged && kShape.staged ? 16 + teams * stage_ring_bytes(kShape) : 0);
+           (staged && kShape.staged ? 128 + teams * stage_ring_bytes(kShape, kGated) : 0);
   }
-  // A team's two stage barriers and ring of two stages of its rows' stage units (LaneShape's
-  // staged; 16-byte aligned after the partial sums).
-  static constexpr int64_t stage_ring_bytes(const LaneShape& s) {
-    return 16 + (2 * s.rows * kStageUnitBytes * s.team_warps + 15) / 16 * 16;
+  // The staged rounds' copies are boxes of a tensor map: a stage unit of an item's rows (gated, of
+  // half of them: the gate rows', then the up rows'), each at a slot of its own, 128-byte aligned
+  // as tensor copies into shared memory must be.
+  static constexpr int stage_boxes(bool gated) { return gated ? 2 : 1; }
+  static constexpr int64_t stage_slot_bytes(const LaneShape& s, bool gated) {
+    return (s.rows / stage_boxes(gated) * kStageUnitBytes + 127) / 128 * 128;
+  }
+  // A team's ring of two stages (LaneShape's staged: one-warp teams), then its two stage
+  // barriers, in 128-byte units so that every team's ring is aligned when the first is (the rings
+  // start at the first 128-byte boundary after the partial sums: pairs_smem_bytes plans 128 bytes
+  // for it).
+  static constexpr int64_t stage_ring_bytes(const LaneShape& s, bool gated) {
+    return (2 * stage_boxes(gated) * stage_slot_bytes(s, gated) + 16 + 127) / 128 * 128;
   }
   // Whether the rows are whole 16-byte units (a row's bytes, every row's and expert's start), so
   // that their stage units are too, as the staged rounds' bulk copies need (a unit's bytes are by

@@ -110,6 +110,7 @@ void launch_moe_vec_int8(const MoeProjArgs& a, cudaStream_t stream) {
   m.xq = a.int8_activations + int8_scale_bytes(rows, a.k);
   m.pairs.experts = a.pair_experts;
   m.pairs.count = a.pairs;
+  m.pairs.expert_count = a.experts;
   m.pairs.w_expert_stride = a.w_expert_stride;
   m.pairs.scale_expert_stride = a.scale_expert_stride;
   m.pairs.x_pair_divisor = lane_pair_divisor(a.x_pair_divisor, a.pairs);  // the kernels divide in 32 bits

@@ -70,9 +70,10 @@ inline constexpr Provenance kMoePairedRounds20261202{"H200", "76bc916", "2026-12
 // IQ2_XXS and IQ3_XXS, not in their splits for few items, where the table's build is on one
 // token's chain (NOTES.md, "the sign-mask table").
 inline constexpr Provenance kMoeSignTable20261204{"H200", "4bb82b9", "2026-12-04"};
-// IQ4_XS's rounds staged through shared memory (LaneShape's staged: bulk copies a round ahead,
-// across items too), which hide the weight loads' latency that paired rounds could not for it
-// without spilling (NOTES.md, "staged rounds for IQ4_XS").
+// IQ4_XS's rounds staged through shared memory (LaneShape's staged: copies a round ahead, across
+// items too), which hide the weight loads' latency that paired rounds could not for it without
+// spilling (NOTES.md, "staged rounds for IQ4_XS"; since "tensor-map copies", one copy per stage
+// unit, which gained again).
 inline constexpr Provenance kMoeStagedRounds20261204{"H200", "8a0d2b0", "2026-12-04"};  // against 19527da
 // IQ2_XXS's staged in units of two rounds (its 264-byte round is not whole 16-byte units), with
 // the sign-mask table of kMoeSignTable20261204 (NOTES.md, "staged units for IQ2_XXS").

@@ -42,7 +42,7 @@ struct LaneShape {
   // byte masks of a group's code from a shared table (one LDS.64), not from its parity and spreads.
   bool sign_table = false;
   // Pairs modes, one-warp teams: each round's rows copied into a ring of two stages of shared
-  // memory by bulk copies (cp.async.bulk) one round ahead (the next item's first round during
+  // memory by a tensor copy (cp.async.bulk.tensor) one round ahead (the next item's first round during
   // this item's last), so that a warp's next loads are in flight while it decodes, holding no
   // registers.
   bool staged = false;
