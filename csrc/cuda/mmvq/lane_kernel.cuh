@@ -149,7 +149,7 @@ constexpr LaneShape lane_kernel_shape(bool words) {
 // kMode: dense, or the pairs modes over routed one-token pairs (lane_pairs.cuh), whose items have
 // their own shape (lane_pairs_shape; gated: kRows / 2 outputs' gate rows, then their up rows;
 // kFewPairs: the split for few items, lane_pairs_few; kStagedRounds: the shape's staged rounds,
-// where the launch found the rows' rounds in whole 16-byte units).
+// where the launch found the rows' rounds in whole 16-byte units and encoded their tensor map).
 // The body of both kernels below: the dense one's arguments are MmvqArgs, the pairs modes'
 // MmvqPairArgs. w_map (pairs modes, staged rounds): a tensor map of the experts' rows as 32-bit
 // words ([experts][n][row words], the launch's encode_stage_map), a box of which is a stage unit of
@@ -184,9 +184,8 @@ __device__ __forceinline__ void lane_kernel_body(
   // Staged rounds (LaneShape's staged, where the launch found every row's stage units in 16-byte
   // units and encoded the weights' tensor map: kStagedRounds): each stage unit (Tl::kStageRounds
   // rounds) of the rows goes into a two-stage ring in shared memory as a tensor copy one unit ahead
-  // (stage_round below), and the lanes read their
-  // blocks' words from there (sm_90). Paired rounds do not apply there: the ring keeps the next
-  // unit in flight.
+  // (stage_round below), and the lanes read their blocks' words from there (sm_90). Paired rounds
+  // do not apply there: the ring keeps the next unit in flight.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   constexpr bool kBulkCopies = false;
 #else

@@ -89,10 +89,6 @@ void launch_lane_pairs_kernel(const LanePairsGrid& g, cudaStream_t stream, const
   launch_programmatic<kKernel>(g.blocks, g.threads, g.smem, stream, "moe_vec (dp4a lanes)", args...);
 }
 
-// The pairs mode on the dp4a lane kernel (lane_pairs.cuh): one kernel, each block quantizing the
-// activation rows of its pairs (no prologue, no workspace). Returns false, launching nothing, where
-// the lane kernel has no one-token shape for the type or one activation row does not fit a block's
-// shared memory (launch_mmvq_int8_pairs serves there).
 // The staged rounds' tensor map (lane_kernel_body's w_map): the experts' rows as 32-bit words, a
 // box a stage unit of an item's rows (gated: of its gate rows, then of its up rows). False where
 // the TMA cannot take these weights (the unstaged kernel serves).
@@ -105,10 +101,16 @@ bool encode_stage_map(const MmvqPairArgs& a, CUtensorMap& w_map) {
                               static_cast<cuuint64_t>(a.pairs.expert_count)};
   const cuuint32_t box[3] = {static_cast<cuuint32_t>(Tl::kStageUnitBytes / 4),
                              static_cast<cuuint32_t>(kGated ? kShape.rows / 2 : kShape.rows), 1};
-  return row_bytes % 4 == 0 && encode_word_map_3d(&w_map, a.w, dims, static_cast<cuuint64_t>(a.w_row_stride),
-                                                  static_cast<cuuint64_t>(a.pairs.w_expert_stride), box);
+  // (the kernel's box coordinates are int32: rows and experts below 2^31)
+  return row_bytes % 4 == 0 && a.n < (int64_t{1} << 31) && a.pairs.expert_count < (int64_t{1} << 31) &&
+         encode_word_map_3d(&w_map, a.w, dims, static_cast<cuuint64_t>(a.w_row_stride),
+                            static_cast<cuuint64_t>(a.pairs.w_expert_stride), box);
 }
 
+// The pairs mode on the dp4a lane kernel (lane_pairs.cuh): one kernel, each block quantizing the
+// activation rows of its pairs (no prologue, no workspace). Returns false, launching nothing, where
+// the lane kernel has no one-token shape for the type or one activation row does not fit a block's
+// shared memory (launch_mmvq_int8_pairs serves there).
 template <class Traits>
 bool launch_mmvq_lane_pairs(MmvqPairArgs a, cudaStream_t stream) {
   if constexpr (!HasInt8<Traits>::value || lane_shape<Traits>(1).rows == 0) {
