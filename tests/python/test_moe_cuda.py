@@ -189,6 +189,7 @@ VEC_TYPES = [
     # and rows of 408 bytes, which take the unstaged kernel
     (QuantType.IQ4_XS, 256 * 6, 50),
     (QuantType.IQ4_XS, 256 * 3, 40),
+    (QuantType.IQ4_XS, 1024, 36),  # one stage unit per row: the next unit is always the next item's
     # an activation row past a block's shared memory (234 KB of codes and scales against the
     # H200's 227 KB): the tensor-core pairs kernel and its prologue
     (QuantType.IQ4_XS, 212992, 24),
@@ -313,6 +314,9 @@ MIXED = [
     (QuantType.MXFP4, QuantType.Q8_0, 320, 64),
     # gate/up of IQ2_XXS rows of eight blocks: the gated pairs mode's staged units (at 200 tokens)
     (QuantType.IQ2_XXS, QuantType.IQ4_XS, 2048, 256),
+    # gate/up of IQ4_XS rows of whole 16-byte units: the gated pairs mode's staged kernel (two boxes
+    # per unit: the gate rows', the up rows')
+    (QuantType.IQ4_XS, QuantType.Q8_0, 2048, 160),
 ]
 
 
