@@ -189,7 +189,7 @@ for step in "${steps[@]}"; do
       # the fewest, most and mean active cycles of an SM say whether the SMs' idle time is at the
       # launch (the most well below the elapsed cycles) or at an uneven end (the fewest well below)
       moe_kernel="${NCU_MOE_KERNEL:-moe_vec}"
-      regex="mmvq_(lane|int8)_kernel"; [ "$moe_kernel" = moe_batched ] && regex="mmq_grouped_kernel"
+      regex="mmvq_(lane|int8)_(pairs_|staged_)?kernel"; [ "$moe_kernel" = moe_batched ] && regex="mmq_grouped_kernel"
       for t in ${NCU_TYPES:-iq4_xs}; do
         for m in ${NCU_M:-8}; do
           rep="$OUT/ncu-$moe_kernel-$t-m$m"

@@ -41,7 +41,7 @@ void launch_mmvq_int8_as(const MmvqArgs& a, const MmvqConfig& config, cudaStream
   launch_programmatic<kernel>(config.blocks, config.threads, config.shared_bytes, stream, "mmvq (int8)", a);
 }
 
-// Whether mmvq_lane_kernel can read a weight's blocks as aligned words (kWords): rows 4-byte
+// Whether the lane kernels can read a weight's blocks as aligned words (kWords): rows 4-byte
 // aligned, and where blocks are 2 mod 4 bytes long an even number of them per row (so that they
 // pair into 4-byte-aligned spans). The data pointer is 16-byte aligned (cuda::mmvq checks it).
 template <class Traits>
