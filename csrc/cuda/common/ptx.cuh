@@ -44,7 +44,7 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
                "l"(src), "r"(bytes), "r"(shared_address(bar))
                : "memory");
 }
-// A box of a tensor map's 3-D array (tensor_map.h; the map in a __grid_constant__ parameter) at
+// A box of a tensor map's 3-D array (tensor_map.h; the map a __grid_constant__ parameter) at
 // coordinates c0, c1, c2, counted on the barrier as bulk copies are (the box's bytes, the words
 // outside the array among them as zeros).
 __device__ __forceinline__ void tensor_copy_3d_to_shared(void* dst, const void* map, int c0, int c1, int c2,

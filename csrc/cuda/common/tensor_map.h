@@ -1,6 +1,6 @@
 // Tensor maps (TMA descriptors, sm_90) encoded on the host. The driver's encoder is reached
-// through the runtime's entry-point query, so that nothing links the driver library; a map is
-// passed to a kernel inside a __grid_constant__ parameter.
+// through the runtime's entry-point query, so that nothing links the driver library; a kernel
+// takes a map as a __grid_constant__ parameter of its own.
 #pragma once
 
 #include <cuda.h>
