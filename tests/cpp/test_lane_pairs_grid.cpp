@@ -159,10 +159,6 @@ TEST(LanePairsGrid, FewItemsTakeTheirOwnSplit) {
   EXPECT_FALSE((lane_pairs_few<IQ3S, false>(768, 2, small)));
 }
 
-// IQ4_XS's staged rounds (tuning's staged split): two stages of four rows' 544-byte rounds and two
-// barriers per team. On the H200 they fit beside the runs of moe_proj at eight tokens, which the
-// launch requires; on a GPU of 99 KB per block they would shorten the runs, and the launch keeps
-// the unstaged kernel there.
 // The staged grid of moe_proj at eight tokens (64 pairs of 768 rows, K = 2048) on the H200 against
 // the unstaged one: the same runs and teams, and beside them each team's ring: two stages of a box
 // of four rows' stage units (unit_bytes each; gated, two boxes of two rows: the gate rows', the up
@@ -195,6 +191,9 @@ void expect_rings_beside_the_runs(int64_t unit_bytes) {
   }
 }
 
+// IQ4_XS's staged rounds (tuning's staged split): on the H200 the rings fit beside the runs of
+// moe_proj at eight tokens, which the launch requires; on a GPU of 99 KB per block they would
+// shorten the runs, and the launch keeps the unstaged kernel there.
 TEST(LanePairsGrid, StagedRingsFitBesideTheRuns) {
   using IQ4 = FormatTraits<QuantType::IQ4_XS>;
   using Tl = MmvqLaneTiling<IQ4>;

@@ -182,9 +182,9 @@ struct MmvqLaneTiling {
   static constexpr int64_t stage_ring_bytes(const LaneShape& s, bool gated) {
     return (2 * stage_boxes(gated) * stage_slot_bytes(s, gated) + 16 + 127) / 128 * 128;
   }
-  // Whether the rows are whole 16-byte units (a row's bytes, every row's and expert's start), so
-  // that their stage units are too, as the staged rounds' bulk copies need (a unit's bytes are by
-  // construction).
+  // Whether the rows are whole 16-byte units (a row's bytes, every row's and expert's start): the
+  // rows the staged kernel is measured and tested on. Its tensor copies need the start and strides
+  // so (encode_word_map_3d checks them again for any map); a row's bytes they would not.
   static bool rows_in_16_byte_units(const void* w, int64_t k, int64_t row_stride, int64_t expert_stride) {
     static_assert(kStageUnitBytes % 16 == 0, "whole 16-byte units");
     const int64_t row_bytes = k / Traits::kBlockElems * Traits::kBlockBytes;
