@@ -9,7 +9,8 @@ moe_batched, auto (the dispatcher's choice, named in notes) and dequant_matmul (
 used experts to bf16 + torch bf16 per-expert computation; it reads the used experts on the
 host, so it is timed with plain launches). lowbit's kernels are timed as medians of CUDA-graph
 replays (the routing included) divided by the calls a graph holds (graph_calls: whole rounds of the
-weight rotation, up to about 500 us of work), plain-launch medians in plain_us. Projection weights rotate
+weight rotation, up to about 500 us of work), after bench_dense.WARM_MS of replays, plain-launch
+medians in plain_us. Projection weights rotate
 through three copies (over 256 MB), the routing fixed: at few tokens the experts a call touches in
 the three copies fit L2 (60 MB; one token: 3 x 8 experts, 20 MB of IQ4_XS), as in ggml's
 test-backend-ops, which repeats one tensor; the layers' weights alone exceed L2. Balanced random
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import lowbit
 import torch
+from bench_dense import WARM_MS
 from lowbit import QuantType
 from lowbit.moe import moe_align, moe_batched, moe_block_size, moe_layer, moe_vec, select_moe_kernel
 
@@ -118,7 +120,18 @@ def time_us(call: Callable[[int], object], rotation: int, graph: bool) -> tuple[
         with torch.cuda.graph(g, stream=stream):
             for i in range(calls):
                 call(i % rotation)
-        g.replay()
+        # replays before the timed ones for at least WARM_MS, as bench_dense times its graphs: a call
+        # timed right after a long one ran on the clock that one left (the same batched kernel read
+        # 101.7 us in the moe_batched row after moe_vec's 865 us calls and 95.2 in the auto row,
+        # benchmarks/NOTES.md, step 2026-12-04 (147f9cd..))
+        warmed, warm_replays = 0.0, 0
+        while warm_replays < 3 or warmed < WARM_MS:
+            start.record()
+            g.replay()
+            end.record()
+            end.synchronize()
+            warmed += start.elapsed_time(end)
+            warm_replays += 1
         samples = []
         for _ in range(reps):
             start.record()
