@@ -1,10 +1,12 @@
 """Driver of moe-vec-timing-probe.patch.
 
 Run from the repository root with the probe build first on PYTHONPATH:
-    python3 benchmarks/candidates/moe-vec-timing-probe.py iq4_xs 8 > probe.txt
-One moe_vec call at a time (plain launches, a sync after each) on bench_moe's moe_proj shape; the
-probe build prints a line per team (block, warp, SM, items, globaltimer at the entry, after the
-prologue, after each item, at the end). The routing's ids come first, on a line of their own.
+    python3 benchmarks/candidates/moe-vec-timing-probe.py iq4_xs 8 [--graph] > probe.txt
+moe_vec calls on bench_moe's moe_proj shape: one at a time (plain launches, a sync after each), or
+with --graph back to back in CUDA-graph replays as bench_moe times them (programmatic launches:
+a call's blocks enter while the call before drains). The probe build prints a line per team (block,
+warp, SM, items, globaltimer at the entry, after the prologue, after each item, at the end); the
+routing's ids come first, on a line of their own. Launches are told apart by their entry times.
 """
 
 import sys
@@ -26,6 +28,20 @@ def main() -> None:
     x = torch.randn(tokens, k, device="cuda", generator=gen).to(torch.bfloat16)
     ids = balanced_ids(tokens, experts, top_k, gen)
     print("ids", ids.flatten().tolist(), flush=True)
+    if "--graph" in sys.argv[3:]:
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            for i in range(3):
+                moe_vec(x, ws[i], q, ids, top_k)
+        stream.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            for i in range(6):
+                moe_vec(x, ws[i % 3], q, ids, top_k)
+        for _ in range(2):
+            graph.replay()
+        torch.cuda.synchronize()
+        return
     for i in range(7):
         moe_vec(x, ws[i % 3], q, ids, top_k)
         torch.cuda.synchronize()

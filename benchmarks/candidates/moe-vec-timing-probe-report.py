@@ -1,0 +1,118 @@
+"""Report on the lines moe-vec-timing-probe.py collects (results/h200/probe-*.txt were made with it).
+
+    python3 benchmarks/candidates/moe-vec-timing-probe-report.py probe.txt [--items-per-block 94]
+
+Per launch (told apart by gaps of more than 5 us between the teams' entry stamps; the last three):
+the blocks' entry, prologue end and end (ns from the launch's first entry; fastest / quartiles /
+slowest), each item position's duration, and the spread of the teams' ends within a block. Then,
+for the last two launches, items by how many pairs share their expert (with --items-per-block,
+the launch's run of items per block, which the probe does not print), and per team the median and
+the two slowest blocks of the last launch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+
+@dataclass
+class Team:
+    block: int
+    warp: int
+    sm: int
+    items: int
+    stamps: list[int]  # entry, prologue end, item ends (up to six), end
+
+    def item_end(self, k: int) -> int:
+        return self.stamps[2 + k]
+
+
+def read(path: str) -> tuple[list[int], list[list[Team]]]:
+    ids: list[int] = []
+    teams: list[Team] = []
+    for line in open(path):
+        if line.startswith("ids "):
+            ids = [int(v) for v in line[5:].strip(" []\n").split(",")]
+        elif line.startswith("P "):
+            f = line.split()
+            teams.append(Team(int(f[1]), int(f[2]), int(f[3]), int(f[4]), [int(v) for v in f[5:]]))
+    teams.sort(key=lambda t: t.stamps[0])
+    launches: list[list[Team]] = []
+    for t in teams:
+        if not launches or t.stamps[0] - launches[-1][-1].stamps[0] > 5000:
+            launches.append([])
+        launches[-1].append(t)
+    return ids, launches
+
+
+def spread(values: list[float]) -> str:
+    v = sorted(values)
+    return " / ".join(f"{v[i]:.0f}" for i in (0, len(v) // 4, len(v) // 2, 3 * len(v) // 4, len(v) - 1))
+
+
+def report_launch(launch: list[Team]) -> None:
+    t0 = min(t.stamps[0] for t in launch)
+    blocks: dict[int, list[Team]] = defaultdict(list)
+    for t in launch:
+        blocks[t.block].append(t)
+    print("  block entry     ", spread([min(t.stamps[0] for t in b) - t0 for b in blocks.values()]))
+    print("  prologue end    ", spread([max(t.stamps[1] for t in b) - t0 for b in blocks.values()]))
+    print("  block end       ", spread([max(t.stamps[-1] for t in b) - t0 for b in blocks.values()]))
+    for k in range(6):
+        durations = [t.item_end(k) - (t.stamps[1] if k == 0 else t.item_end(k - 1)) for t in launch if t.items > k]
+        if durations:
+            print(f"  item {k} duration ", spread(durations), f"({len(durations)} items)")
+    ends = [max(t.stamps[-1] for t in b) - min(t.stamps[-1] for t in b) for b in blocks.values()]
+    print(f"  teams' ends within a block: median spread {statistics.median(ends):.0f}, largest {max(ends)}")
+
+
+def report_items(ids: list[int], launch: list[Team], items_per_block: int, per_pair: int) -> None:
+    shared = Counter(ids)
+    by: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for t in launch:
+        for k in range(min(t.items, 6)):
+            item = t.block * items_per_block + t.warp + 32 * k
+            start = t.stamps[1] if k == 0 else t.item_end(k - 1)
+            by[(k, shared[ids[item // per_pair]])].append(t.item_end(k) - start)
+    for (k, pairs), d in sorted(by.items()):
+        median = statistics.median(d)
+        print(f"  item {k}, expert of {pairs} pair(s): {len(d)} items, median {median:.0f} ns, max {max(d)}")
+
+
+def report_blocks(launch: list[Team]) -> None:
+    t0 = min(t.stamps[0] for t in launch)
+    blocks: dict[int, list[Team]] = defaultdict(list)
+    for t in launch:
+        blocks[t.block].append(t)
+    order = sorted(blocks, key=lambda b: max(t.stamps[-1] for t in blocks[b]))
+    for b in (order[len(order) // 2], order[-1], order[-2]):
+        print(f"  block {b} (SM {blocks[b][0].sm}), us:")
+        for t in sorted(blocks[b], key=lambda t: t.warp):
+            ends = " ".join(f"{(t.item_end(k) - t0) / 1000:.1f}" for k in range(min(t.items, 6)))
+            print(f"    warp {t.warp:2d}: prologue {(t.stamps[1] - t0) / 1000:.1f}, items end {ends}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("path")
+    ap.add_argument("--items-per-block", type=int, default=0)
+    ap.add_argument("--items-per-pair", type=int, default=192)
+    args = ap.parse_args()
+    ids, launches = read(args.path)
+    print(f"{len(launches)} launches of {[len(x) for x in launches]} teams")
+    for i, launch in enumerate(launches[-3:]):
+        print(f"launch {len(launches) - min(3, len(launches)) + i}:")
+        report_launch(launch)
+    if args.items_per_block and ids:
+        for launch in launches[-2:]:
+            print("items by the pairs their expert serves:")
+            report_items(ids, launch, args.items_per_block, args.items_per_pair)
+    print("the median and the two slowest blocks of the last launch:")
+    report_blocks(launches[-1])
+
+
+if __name__ == "__main__":
+    main()
