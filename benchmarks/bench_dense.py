@@ -71,9 +71,8 @@ def warm_and_capture(call: Callable[[int], object], calls: int) -> torch.cuda.CU
 WARM_MS = 100.0
 
 
-def time_calls(call: Callable[[int], object], calls: int, iters: int) -> tuple[float, float]:
-    """(graph-replay median, plain-launch median) per call, in microseconds, after WARM_MS of replays."""
-    graph = warm_and_capture(call, calls)
+def warm_replays(graph: torch.cuda.CUDAGraph) -> None:
+    """Replays `graph` for at least WARM_MS, and at least three times, before it is timed."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     warmed, replays = 0.0, 0
     while replays < 3 or warmed < WARM_MS:
@@ -83,6 +82,13 @@ def time_calls(call: Callable[[int], object], calls: int, iters: int) -> tuple[f
         end.synchronize()
         warmed += start.elapsed_time(end)
         replays += 1
+
+
+def time_calls(call: Callable[[int], object], calls: int, iters: int) -> tuple[float, float]:
+    """(graph-replay median, plain-launch median) per call, in microseconds, after WARM_MS of replays."""
+    graph = warm_and_capture(call, calls)
+    warm_replays(graph)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     replay = []
     for _ in range(iters):
         start.record()

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import lowbit
 import torch
-from bench_dense import WARM_MS
+from bench_dense import warm_replays
 from lowbit import QuantType
 from lowbit.moe import moe_align, moe_batched, moe_block_size, moe_layer, moe_vec, select_moe_kernel
 
@@ -124,14 +124,7 @@ def time_us(call: Callable[[int], object], rotation: int, graph: bool) -> tuple[
         # timed right after a long one ran on the clock that one left (the same batched kernel read
         # 101.7 us in the moe_batched row after moe_vec's 865 us calls and 95.2 in the auto row,
         # benchmarks/NOTES.md, step 2026-12-04 (147f9cd..))
-        warmed, warm_replays = 0.0, 0
-        while warm_replays < 3 or warmed < WARM_MS:
-            start.record()
-            g.replay()
-            end.record()
-            end.synchronize()
-            warmed += start.elapsed_time(end)
-            warm_replays += 1
+        warm_replays(g)
         samples = []
         for _ in range(reps):
             start.record()
