@@ -7,7 +7,8 @@ the blocks' entry, prologue end and end (ns from the launch's first entry; faste
 slowest), each item position's duration, and the spread of the teams' ends within a block. Then,
 for the last two launches, items by how many pairs share their expert (with --items-per-block,
 the launch's run of items per block, which the probe does not print), and per team the median and
-the two slowest blocks of the last launch.
+the two slowest blocks of the last launch. Where the build stamps the stage waits too (`W` lines),
+the waits of each item's units: all of them, and those of the slowest 1% of last items.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Team:
     sm: int
     items: int
     stamps: list[int]  # entry, prologue end, item ends (up to six), end
+    waits: dict[tuple[int, int], tuple[int, int]]  # (item, unit) -> globaltimer before, after the wait
 
     def item_end(self, k: int) -> int:
         return self.stamps[2 + k]
@@ -33,12 +35,20 @@ class Team:
 def read(path: str) -> tuple[list[int], list[list[Team]]]:
     ids: list[int] = []
     teams: list[Team] = []
+    waits: dict[tuple[int, int], list[tuple[int, int, int, int]]] = defaultdict(list)
     for line in open(path):
         if line.startswith("ids "):
             ids = [int(v) for v in line[5:].strip(" []\n").split(",")]
         elif line.startswith("P "):
             f = line.split()
-            teams.append(Team(int(f[1]), int(f[2]), int(f[3]), int(f[4]), [int(v) for v in f[5:]]))
+            teams.append(Team(int(f[1]), int(f[2]), int(f[3]), int(f[4]), [int(v) for v in f[5:]], {}))
+        elif line.startswith("W "):
+            b, w, k, u, start, end = (int(v) for v in line.split()[1:])
+            waits[(b, w)].append((k, u, start, end))
+    for t in teams:  # a team's W lines belong to its launch: the stamps after its entry, before its end
+        for k, u, start, end in waits.get((t.block, t.warp), []):
+            if t.stamps[0] <= start <= t.stamps[-1]:
+                t.waits[(k, u)] = (start, end)
     teams.sort(key=lambda t: t.stamps[0])
     launches: list[list[Team]] = []
     for t in teams:
@@ -82,13 +92,33 @@ def report_items(ids: list[int], launch: list[Team], items_per_block: int, per_p
         print(f"  item {k}, expert of {pairs} pair(s): {len(d)} items, median {median:.0f} ns, max {max(d)}")
 
 
+def report_waits(launch: list[Team]) -> None:
+    by: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for t in launch:
+        for (k, u), (start, end) in t.waits.items():
+            by[(k, u)].append(end - start)
+    for (k, u), d in sorted(by.items()):
+        print(f"  item {k} unit {u} wait", spread(d))
+
+    def last_item(t: Team) -> tuple[int, int]:  # (index, duration) of the team's last stamped item
+        k = min(t.items, 3) - 1
+        begin = t.stamps[1] if k == 0 else t.item_end(k - 1)
+        return k, t.item_end(k) - begin
+
+    teams = sorted((t for t in launch if t.items > 0), key=lambda t: last_item(t)[1])
+    for t in teams[-min(8, max(1, len(teams) // 100)) :]:
+        k, duration = last_item(t)
+        waits = " ".join(f"{e - s}" for (kk, _), (s, e) in sorted(t.waits.items()) if kk == k)
+        print(f"  slow last item: block {t.block} warp {t.warp} item {k}: {duration} ns, its waits {waits}")
+
+
 def report_blocks(launch: list[Team]) -> None:
     t0 = min(t.stamps[0] for t in launch)
     blocks: dict[int, list[Team]] = defaultdict(list)
     for t in launch:
         blocks[t.block].append(t)
     order = sorted(blocks, key=lambda b: max(t.stamps[-1] for t in blocks[b]))
-    for b in (order[len(order) // 2], order[-1], order[-2]):
+    for b in dict.fromkeys(order[i] for i in (len(order) // 2, -1, -2) if -len(order) <= i < len(order)):
         print(f"  block {b} (SM {blocks[b][0].sm}), us:")
         for t in sorted(blocks[b], key=lambda t: t.warp):
             ends = " ".join(f"{(t.item_end(k) - t0) / 1000:.1f}" for k in range(min(t.items, 6)))
@@ -110,6 +140,9 @@ def main() -> None:
         for launch in launches[-2:]:
             print("items by the pairs their expert serves:")
             report_items(ids, launch, args.items_per_block, args.items_per_pair)
+    if any(t.waits for t in launches[-1]):
+        print("stage waits (ns), last launch:")
+        report_waits(launches[-1])
     print("the median and the two slowest blocks of the last launch:")
     report_blocks(launches[-1])
 
