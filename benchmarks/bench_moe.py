@@ -10,11 +10,10 @@ used experts to bf16 + torch bf16 per-expert computation; it reads the used expe
 host, so it is timed with plain launches). lowbit's kernels are timed as medians of CUDA-graph
 replays (the routing included) divided by the calls a graph holds (graph_calls: whole rounds of the
 weight rotation, up to about 500 us of work), after bench_dense.WARM_MS of replays, plain-launch
-medians in plain_us. Projection weights rotate
-through three copies (over 256 MB), the routing fixed: at few tokens the experts a call touches in
-the three copies fit L2 (60 MB; one token: 3 x 8 experts, 20 MB of IQ4_XS), as in ggml's
-test-backend-ops, which repeats one tensor; the layers' weights alone exceed L2. Balanced random
-routing. Every timed output is checked (rel_err) against a float64 reference on the exactly
+medians in plain_us. Projection weights rotate through three copies (over 256 MB), the routing
+fixed: at few tokens the experts a call touches in the three copies fit L2 (60 MB; one token: 3 x
+8 experts, 20 MB of IQ4_XS), as in ggml's test-backend-ops, which repeats one tensor; the layers'
+weights alone exceed L2. Balanced random routing. Every timed output is checked (rel_err) against a float64 reference on the exactly
 decoded weights over its first 64 tokens.
 
 Usage: python benchmarks/bench_moe.py --out DIR [--ops moe_proj,moe_layer] [--tokens 1,8,...]
