@@ -13,8 +13,8 @@ weight rotation, up to about 500 us of work), after bench_dense.WARM_MS of repla
 medians in plain_us. Projection weights rotate through three copies (over 256 MB), the routing
 fixed: at few tokens the experts a call touches in the three copies fit L2 (60 MB; one token: 3 x
 8 experts, 20 MB of IQ4_XS), as in ggml's test-backend-ops, which repeats one tensor; the layers'
-weights alone exceed L2. Balanced random routing. Every timed output is checked (rel_err) against a float64 reference on the exactly
-decoded weights over its first 64 tokens.
+weights alone exceed L2. Balanced random routing. Every timed output is checked (rel_err) against
+a float64 reference on the exactly decoded weights over its first 64 tokens.
 
 Usage: python benchmarks/bench_moe.py --out DIR [--ops moe_proj,moe_layer] [--tokens 1,8,...]
 Writes DIR/moe-<date>-<commit>.csv and DIR/moe-<date>-<commit>-summary.txt.
