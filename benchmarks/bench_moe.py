@@ -119,10 +119,8 @@ def time_us(call: Callable[[int], object], rotation: int, graph: bool) -> tuple[
         with torch.cuda.graph(g, stream=stream):
             for i in range(calls):
                 call(i % rotation)
-        # replays before the timed ones for at least WARM_MS, as bench_dense times its graphs: a call
-        # timed right after a long one ran on the clock that one left (the same batched kernel read
-        # 101.7 us in the moe_batched row after moe_vec's 865 us calls and 95.2 in the auto row,
-        # benchmarks/NOTES.md, step 2026-12-04 (147f9cd..))
+        # warmed as bench_dense's graphs: a row timed right after long calls otherwise runs on the
+        # clock they left (benchmarks/NOTES.md, "bench_moe at 9312784 ... and a warm-up for its graphs")
         warm_replays(g)
         samples = []
         for _ in range(reps):
