@@ -20,8 +20,9 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int sr
 
 // Bulk copies into shared memory that complete on an mbarrier (sm_90): the barrier is armed
 // with the bytes to expect by one arrival, the copies count them down, and the threads wait on
-// its phase. Addresses and sizes in whole 16-byte units.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// its phase. Addresses and sizes in whole 16-byte units. (Declared for the host pass too, where
+// sm_90a-only kernels are parsed; a device pass below sm_90 has none of them.)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(arrivals) : "memory");
 }
@@ -53,6 +54,14 @@ __device__ __forceinline__ void tensor_copy_3d_to_shared(void* dst, const void* 
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
       "[%5];\n" ::"r"(shared_address(dst)),
       "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(shared_address(bar))
+      : "memory");
+}
+// A box of a tensor map's 2-D array at coordinates c0 (inner), c1, counted on the barrier as above.
+__device__ __forceinline__ void tensor_copy_2d_to_shared(void* dst, const void* map, int c0, int c1, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];\n" ::"r"(shared_address(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(shared_address(bar))
       : "memory");
 }
 __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {

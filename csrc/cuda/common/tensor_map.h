@@ -47,4 +47,23 @@ inline bool encode_word_map_3d(CUtensorMap* map, const void* base, const cuuint6
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// A map of a 2-D bf16 array at `base`: dims[0] elements to a row (contiguous), dims[1] rows
+// `row_stride` bytes apart; a copy moves a box of box[0] x box[1] elements in the 128-byte swizzle
+// (box[0] * 2 bytes must then be 128: one swizzle row per array row), elements outside the array
+// as zeros. False where the driver or the TMA's rules refuse it (base and stride in 16-byte units,
+// each box dimension at most 256).
+inline bool encode_bf16_map_2d_sw128(CUtensorMap* map, const void* base, const cuuint64_t (&dims)[2],
+                                     cuuint64_t row_stride, const uint32_t (&box)[2]) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr || ((reinterpret_cast<uintptr_t>(base) | row_stride) & 15) != 0 || box[0] * 2 != 128)
+    return false;
+  for (int i = 0; i < 2; ++i)
+    if (dims[i] == 0 || dims[i] > (cuuint64_t{1} << 32) || box[i] == 0 || box[i] > 256) return false;
+  const cuuint64_t strides[1] = {row_stride};
+  const cuuint32_t unit_steps[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, unit_steps,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 }  // namespace lowbit::cuda_detail

@@ -2,9 +2,11 @@
 //
 // A block owns 128 weight rows (two warpgroups of 64) and a tile of T tokens (16 .. 128) over a
 // range of K (the whole K, or one split of it). K advances in units of 256 weights through a ring
-// of shared-memory stages filled with cp.async by the whole block: the raw GGUF bytes of the
-// unit's 128 rows (each warp copies its own 16 rows as the bf16 MMVQ does: RowStager) and the
-// activations of the T tokens, bf16 in the 128-byte swizzle that wgmma's B descriptor reads.
+// of shared-memory stages: the raw GGUF bytes of the unit's 128 rows, copied with cp.async (each
+// warp its own 16 rows as the bf16 MMVQ does: RowStager), and the activations of the T tokens, bf16
+// in the 128-byte swizzle that wgmma's B descriptor reads (dense bf16: tensor copies issued by one
+// thread, a box per 64-weight slice; grouped and int8: cp.async by the whole block, which gathers
+// the tile's rows).
 // Each warp decodes its 16 rows with the format's decode primitive straight into the A fragment
 // of a register-sourced wgmma (m64 nT k16, float32 accumulate): lane (g, t) decodes eight weights
 // of each 32-weight span for rows g and g + 8 (weights [8t, 8t + 8), or for the nibble formats
@@ -34,6 +36,7 @@
 #include "cuda/common/launch.h"
 #include "cuda/common/ptx.cuh"
 #include "cuda/common/render_bf16.cuh"
+#include "cuda/common/tensor_map.h"
 #include "cuda/mmq/grid_bf16.cuh"
 #include "cuda/mmq/mmq_k_order.h"
 #include "cuda/mmq/mmq_launch.h"
@@ -176,11 +179,16 @@ struct MmqTileSource {
 // kInt8: per 32-weight run one k32 int8 wgmma of the run's codes into an int32 fragment, which is
 // then scaled into acc (weight scale of the row times activation scale of the token); the next
 // run is decoded while the tensor cores take this one.
+//
+// Tl::kTensorActs (the dense bf16 tiles): the activations come from the tensor map `act_map` of xp
+// (mmq_activation_map), tokens act_row0.. of the tile, instead of act_row's gather.
 template <class Traits, int kTokens, bool kSplitRows, bool kInt8, bool kGrouped, bool kExactSpans = false, class ActRow>
 __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& act_row, const uint8_t* xp,
                                              int64_t k_pad, int u_begin, int u_end, uint8_t* smem,
-                                             float (&acc)[kTokens / 2]) {
+                                             float (&acc)[kTokens / 2], const CUtensorMap* act_map = nullptr,
+                                             int act_row0 = 0) {
   using Tl = MmqTiling<Traits, kTokens, kInt8, kGrouped, kExactSpans>;
+  constexpr bool kTensorActs = Tl::kTensorActs;
   using Rows = typename Tl::Rows;
   const Codebooks cb = [&] {
     if constexpr (kInt8)
@@ -191,6 +199,16 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
       return shared_codebooks<Traits::kCodebook>(smem);
   }();
   uint8_t* const ring = smem + Tl::kCodebookBytes;
+  // tensor copies: the stages' barriers after the ring, armed by thread 0 (one arrival per fill)
+  [[maybe_unused]] uint64_t* const act_bars = reinterpret_cast<uint64_t*>(ring + Tl::kStages * Tl::kStageBytes);
+  if constexpr (kTensorActs) {
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int i = 0; i < Tl::kStages; ++i) mbarrier_init(act_bars + i, 1);
+      fence_mbarrier_init();
+    }
+    __syncthreads();  // (the codebook's first barrier comes after the first copies are issued)
+  }
   const uint32_t* pair_table = nullptr;  // visible after the first unit's barrier, as the codebook
   // one table: built here; a table per lane (32 KB): after the first units' copies
   // are issued, so that their loads run while it is built
@@ -230,13 +248,24 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
   const int64_t x_unit_bytes = kInt8 ? kMmqInt8UnitBytes : kMmqUnitElems * 2;
   auto stage = [&](int u, int slot) {
     uint8_t* const st = ring + slot * Tl::kStageBytes;
-    uint8_t* const act_dst = st + act_dst0;
-    const uint8_t* const unit = xp + static_cast<int64_t>(u) * x_unit_bytes + 16 * lane;
+    if constexpr (kTensorActs) {
+      // rows past the tokens (and K past the activations) arrive as zeros, counted in the bytes
+      if (threadIdx.x == 0) {
+        mbarrier_arrive_expect_tx(act_bars + slot, Tl::kActBytes);
 #pragma unroll
-    for (int i = 0; i < kTokens / kWarps; ++i) {
-      const int64_t x_row = act_row(warp + kWarps * i);
-      const bool valid = x_row >= 0;
-      if (copies) cp_async_16(act_dst + act_dst_step * i, unit + (valid ? x_row : 0) * x_row_bytes, valid ? 16 : 0);
+        for (int s = 0; s < Tl::kSlices; ++s)
+          tensor_copy_2d_to_shared(st + s * Tl::kSliceBytes, act_map, u * kMmqUnitElems + 64 * s, act_row0,
+                                   act_bars + slot);
+      }
+    } else {
+      uint8_t* const act_dst = st + act_dst0;
+      const uint8_t* const unit = xp + static_cast<int64_t>(u) * x_unit_bytes + 16 * lane;
+#pragma unroll
+      for (int i = 0; i < kTokens / kWarps; ++i) {
+        const int64_t x_row = act_row(warp + kWarps * i);
+        const bool valid = x_row >= 0;
+        if (copies) cp_async_16(act_dst + act_dst_step * i, unit + (valid ? x_row : 0) * x_row_bytes, valid ? 16 : 0);
+      }
     }
     stager.issue(u, st + Tl::kActBytes + Tl::kScaleBytes + warp * Rows::kStageBytes);
     cp_async_commit();
@@ -376,6 +405,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
     for (int u = u_begin; u < u_end; ++u) {
       const int i = u - u_begin;
       cp_async_wait<kAhead - 1>();
+      if constexpr (kTensorActs) mbarrier_wait_parity(act_bars + i % Tl::kStages, (i / Tl::kStages) & 1);
       fence_shared_for_async_proxy();
       __syncthreads();  // unit u's stage (and the codebook) visible to every warp; unit u - 2 retired
       if (u + kAhead < u_end)
@@ -403,6 +433,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
       else
         cp_async_commit();
       cp_async_wait<1>();
+      if constexpr (kTensorActs) mbarrier_wait_parity(act_bars + (i & 1), (i >> 1) & 1);
       fence_shared_for_async_proxy();
       __syncthreads();
       compute_unit(u, i & 1);
@@ -422,10 +453,11 @@ __device__ __forceinline__ uint8_t* aligned_mmq_smem(uint8_t* raw) {
   return raw + ((1024u - (shared_address & 1023u)) & 1023u);
 }
 
-// The dense scheduler: block (x, y, z) = (row tile, token tile, split of K).
+// The dense scheduler: block (x, y, z) = (row tile, token tile, split of K). act_map: the bf16
+// activations' tensor map (mmq_activation_map; unused by the int8 tiles).
 template <class Traits, int kTokens, bool kInt8>
 __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlocksPerSm)
-    mmq_wgmma_kernel(MmqArgs a, int64_t k_pad, int splits) {
+    mmq_wgmma_kernel(MmqArgs a, int64_t k_pad, int splits, const __grid_constant__ CUtensorMap act_map) {
   using Tl = MmqTiling<Traits, kTokens, kInt8>;
   // A programmatic launch after the activation prologue: its blocks take their multiprocessors
   // while the prologue drains; everything below reads or writes what the prologue or the work
@@ -452,7 +484,8 @@ __global__ void __launch_bounds__(256, MmqTiling<Traits, kTokens, kInt8>::kBlock
   src.rows = TileRows::dense(row0, a.n);
   const auto act_row = [&](int r) -> int64_t { return m0 + r < a.m ? m0 + r : -1; };
   float acc[kTokens / 2];
-  mmq_mainloop<Traits, kTokens, false, kInt8, false>(src, act_row, a.workspace, k_pad, u_begin, u_end, smem, acc);
+  mmq_mainloop<Traits, kTokens, false, kInt8, false>(src, act_row, a.workspace, k_pad, u_begin, u_end, smem, acc,
+                                                     &act_map, static_cast<int>(m0));
 
   float* const partial =
       splits > 1 ? reinterpret_cast<float*>(a.workspace + mmq_activation_bytes(a.m, k_pad, kInt8)) : nullptr;
@@ -520,15 +553,31 @@ void launch_mmq_quantize(const MmqArgs& a, int64_t k_pad, cudaStream_t stream) {
   });
 }
 
+// The tensor map of the bf16 activations in the workspace ([m][k_pad], mmq_permute_activations) for
+// tiles of `tokens` rows: a box is one 64-weight slice of the tile, in wgmma's 128-byte swizzle.
+inline CUtensorMap mmq_activation_map(const MmqArgs& a, int64_t k_pad, int tokens) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k_pad), static_cast<cuuint64_t>(a.m)};
+  const uint32_t box[2] = {64, static_cast<uint32_t>(tokens)};
+  // (the kernel's box coordinates are int32)
+  LOWBIT_CHECK(a.m < (int64_t{1} << 31) && k_pad < (int64_t{1} << 31), "mmq: x has ", a.m, " rows of ", k_pad,
+               " padded columns; the bf16 tiles take fewer than 2^31 of each");
+  LOWBIT_CHECK(encode_bf16_map_2d_sw128(&map, a.workspace, dims, static_cast<cuuint64_t>(k_pad) * 2, box),
+               "mmq: the driver encoded no tensor map of the activations (its cuTensorMapEncodeTiled refused or is "
+               "missing)");
+  return map;
+}
+
 template <class Traits, int kTokens, bool kInt8>
 void launch_mmq_tiles(const MmqArgs& a, const MmqConfig& c, cudaStream_t stream) {
   using Tl = MmqTiling<Traits, kTokens, kInt8>;
   auto* kernel = &mmq_wgmma_kernel<Traits, kTokens, kInt8>;
+  const CUtensorMap act_map = Tl::kTensorActs ? mmq_activation_map(a, c.k_pad, kTokens) : CUtensorMap{};
   configure_shared_memory(reinterpret_cast<const void*>(kernel), Tl::kSmemBytes, "mmq");
   const dim3 grid(static_cast<unsigned>((a.n + Tl::kRows - 1) / Tl::kRows),
                   static_cast<unsigned>((a.m + kTokens - 1) / kTokens), static_cast<unsigned>(c.splits));
   launch_programmatic<&mmq_wgmma_kernel<Traits, kTokens, kInt8>>(grid, Tl::kThreads, Tl::kSmemBytes, stream, "mmq", a,
-                                                                 c.k_pad, c.splits);
+                                                                 c.k_pad, c.splits, act_map);
 }
 
 template <QuantType T>

@@ -99,7 +99,11 @@ struct MmqTiling {
   // Else one block. Either way as many stages as fit, up to four.
   // The grouped kernel's row tables (mmq_grouped_kernel.cuh) follow the ring.
   static constexpr int kRowTableBytes = kGrouped ? 2 * kTokens * 4 : 0;
-  static constexpr int kHalfBudget = 113 * 1024 - 1024 - kRowTableBytes;
+  // The dense bf16 kernel's activation tiles come by tensor copies (one box per slice, into the
+  // same swizzle), which complete on an mbarrier per stage, after the ring.
+  static constexpr bool kTensorActs = !kInt8 && !kGrouped;
+  static constexpr int kBarrierBytes = kTensorActs ? 64 : 0;
+  static constexpr int kHalfBudget = 113 * 1024 - 1024 - kRowTableBytes - kBarrierBytes;
   static constexpr int kTwoBlockStages = kTokens <= 32 ? 3 : 2;
   static constexpr bool kTwoBlocks = !kWide && (kTokens <= 32 || (kGrouped && !kInt8 && kTokens <= 64)) &&
                                      codebook_bytes_with(1) + kTwoBlockStages * kStageBytes <= kHalfBudget;
@@ -109,7 +113,8 @@ struct MmqTiling {
   // conflicts). 32 KB: only a block alone on its multiprocessor has them.
   static constexpr int kPairCopies = kNibblePairs && !kTwoBlocks ? kNibblePairCopies : 1;
   static constexpr int kCodebookBytes = codebook_bytes_with(kPairCopies);
-  static constexpr int kBudget = (kTwoBlocks ? 113 : 227) * 1024 - 1024 - kRowTableBytes;  // less the alignment slack
+  static constexpr int kBudget =
+      (kTwoBlocks ? 113 : 227) * 1024 - 1024 - kRowTableBytes - kBarrierBytes;  // less the alignment slack
   static constexpr int kFit = (kBudget - kCodebookBytes) / kStageBytes;
   // 128-token tiles keep two stages: IQ2_XXS's third (its 80-byte spans fit one) measured slower
   // (benchmarks/NOTES.md, "the two candidates of 1d4a804 run").
@@ -117,7 +122,8 @@ struct MmqTiling {
   static constexpr int kStages = kFit > kMaxStages ? kMaxStages : kFit;
   static_assert(kStages >= 2, "two stages fit shared memory");
   static_assert(!kInt8 || kStages >= 3, "the int8 path keeps units in flight");
-  static constexpr int kSmemBytes = 1024 + kCodebookBytes + kStages * kStageBytes;
+  static_assert(kStages <= kBarrierBytes / 8 || !kTensorActs, "a barrier per stage");
+  static constexpr int kSmemBytes = 1024 + kCodebookBytes + kStages * kStageBytes + kBarrierBytes;
 };
 
 // The int8 path's activations: per token and 256-weight unit, 256 int8 codes (each 32-weight run
