@@ -2,7 +2,7 @@
 
     python3 benchmarks/candidates/moe-vec-timing-probe-report.py probe.txt [--items-per-block 94]
 
-Per launch (told apart by gaps of more than 5 us between the teams' entry stamps; the last three):
+Per launch (a team's k-th entry stamp is launch k; the last three):
 the blocks' entry, prologue end and end (ns from the launch's first entry; fastest / quartiles /
 slowest), each item position's duration, and the spread of the teams' ends within a block. Then,
 for the last two launches, items by how many pairs share their expert (with --items-per-block,
@@ -49,12 +49,19 @@ def read(path: str) -> tuple[list[int], list[list[Team]]]:
         for k, u, start, end in waits.get((t.block, t.warp), []):
             if t.stamps[0] <= start <= t.stamps[-1]:
                 t.waits[(k, u)] = (start, end)
-    teams.sort(key=lambda t: t.stamps[0])
-    launches: list[list[Team]] = []
+    # Every launch prints each (block, warp) once, and a block of one launch enters before the same
+    # block of the next: the k-th entry of a team is launch k. (Splitting by gaps between entries
+    # fails in graph replays, where programmatic launches enter while the launch before drains.)
+    by_team: dict[tuple[int, int], list[Team]] = defaultdict(list)
     for t in teams:
-        if not launches or t.stamps[0] - launches[-1][-1].stamps[0] > 5000:
-            launches.append([])
-        launches[-1].append(t)
+        by_team[(t.block, t.warp)].append(t)
+    counts = Counter(len(v) for v in by_team.values())
+    if len(counts) > 1:  # the device's printf buffer dropped lines: the launches cannot be told apart
+        print(f"warning: teams printed unequal numbers of times {dict(counts)}; the split below is unreliable")
+    launches: list[list[Team]] = [[] for _ in range(max((len(v) for v in by_team.values()), default=0))]
+    for v in by_team.values():
+        for k, t in enumerate(sorted(v, key=lambda t: t.stamps[0])):
+            launches[k].append(t)
     return ids, launches
 
 

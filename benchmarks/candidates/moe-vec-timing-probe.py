@@ -19,8 +19,30 @@ from lowbit import QuantType  # noqa: E402
 from lowbit.moe import moe_vec  # noqa: E402
 
 
+def enlarge_printf_buffer(megabytes: int = 256) -> None:
+    """The device's printf buffer (1 MB by default) drops the lines of back-to-back graph replays;
+    it can only grow before the first kernel that prints, so this runs first (not yet run on the
+    GPU: where no runtime library loads, a warning says so and the default stays)."""
+    import ctypes
+    import glob
+    import os
+
+    names = ["libcudart.so.13", "libcudart.so.12", "libcudart.so"]
+    names += glob.glob(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "*", "lib", "libcudart.so*"))
+    for name in names:
+        try:
+            cudart = ctypes.CDLL(name)
+        except OSError:
+            continue
+        # cudaLimitPrintfFifoSize is 0x01
+        if cudart.cudaDeviceSetLimit(ctypes.c_int(1), ctypes.c_size_t(megabytes << 20)) == 0:
+            return
+    print("warning: the printf buffer keeps its default size; graph replays may drop lines", file=sys.stderr)
+
+
 def main() -> None:
     qname, tokens = sys.argv[1], int(sys.argv[2])
+    enlarge_printf_buffer()
     gen = torch.Generator(device="cuda").manual_seed(0)
     q = QuantType[qname.upper()]
     experts, top_k, n, k = 128, 8, 768, 2048
