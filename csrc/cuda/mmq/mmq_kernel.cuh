@@ -207,7 +207,7 @@ __device__ __forceinline__ void mmq_mainloop(const MmqTileSource& src, ActRow&& 
       for (int i = 0; i < Tl::kStages; ++i) mbarrier_init(act_bars + i, 1);
       fence_mbarrier_init();
     }
-    __syncthreads();  // (the codebook's first barrier comes after the first copies are issued)
+    __syncthreads();  // initialized before any thread waits on them, ahead of the loop's first block barrier
   }
   const uint32_t* pair_table = nullptr;  // visible after the first unit's barrier, as the codebook
   // one table: built here; a table per lane (32 KB): after the first units' copies
