@@ -14,8 +14,11 @@
 # objects of csrc/cuda/moe, csrc/cuda/api and src are rebuilt, the rest (the dense MMVQ, MMQ and
 # dequantize instances) kept from the base build; KEEP_OBJECTS_EXCEPT (a find -path pattern list,
 # space separated) names others to rebuild. Check that a candidate's SASS of the kept translation
-# units is unchanged before relying on this. The copied files get an old time stamp so that ninja
+# units is unchanged before relying on this. A candidate tree with a file .rebuild (candidate_tree.sh
+# --rebuild) names its own patterns instead. The copied files get an old time stamp so that ninja
 # rebuilds no object because of them; what it rebuilds is what was removed, and the log counts it.
+# At the end the base tree gets its own files back and loses the objects the last candidate rebuilt,
+# so that a later run on the same tree (and build) starts from the base again.
 set -uo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 BASE_TREE OUT_DIR CANDIDATE_TREE..." >&2; exit 2; }
 base=$(cd "$1" && pwd); out="$2"; shift 2
@@ -38,6 +41,8 @@ pristine=$(mktemp -d)
 (cd "$base" && tar -c --exclude='*.so' --exclude=__pycache__ csrc include src python tests) | tar -x -C "$pristine"
 cp -a "$base/python" "$out/$(basename "$base" | sed 's/^ab-//')"
 changed=()
+patterns=""
+previous=""
 for tree in "$@"; do
   name=$(basename "$tree" | sed 's/^ab-//')
   # the previous candidate's files back to the base's, then this one's in, all with the old stamp
@@ -49,8 +54,12 @@ for tree in "$@"; do
   for f in "${changed[@]}"; do
     mkdir -p "$(dirname "$base/$f")" && cp "$tree/$f" "$base/$f" && touch -d "$old_stamp" "$base/$f"
   done
+  # this candidate's objects go, and those the one before rebuilt from its own files
+  previous="$patterns"
+  patterns="$rebuild"
+  [ -f "$tree/.rebuild" ] && patterns=$(cat "$tree/.rebuild")
   set -f  # (the patterns are find's, not the shell's)
-  for pattern in $rebuild; do find "$base/build-dev" -name '*.o' -path "$pattern" -delete; done
+  for pattern in $previous $patterns; do find "$base/build-dev" -name '*.o' -path "$pattern" -delete; done
   set +f
   (cd "$base" && cmake --build build-dev -j "$(nproc)" --target _C > "$out/build-$name.log" 2>&1)
   rc=$?
@@ -60,4 +69,10 @@ for tree in "$@"; do
   cp -a "$base/python" "$out/$name"
 done
 md5sum "$out"/*/lowbit/_C*.so
+for f in "${changed[@]}"; do
+  if [ -f "$pristine/$f" ]; then cp "$pristine/$f" "$base/$f" && touch -d "$old_stamp" "$base/$f"; else rm -f "$base/$f"; fi
+done
+set -f  # (the objects the last build recompiled: from its files)
+for pattern in $previous $patterns; do find "$base/build-dev" -name '*.o' -path "$pattern" -delete; done
+set +f
 rm -rf "$pristine"
