@@ -56,7 +56,7 @@ inline FloatType out_float_type(const MoeProjArgs& a) {
 }
 
 // The float32 vector kernel's outputs per block (plain; gated takes half as many): the weight types
-// without an int8 form (the others run the int8 MMVQ's pairs mode, mmvq/mmvq_pairs.cuh).
+// without an int8 form (the others run an MMVQ's pairs mode: moe_vec_kernel.cuh).
 inline constexpr int kMoeVecWarps = 4;
 inline constexpr int kMoeVecRowsPerWarp = 2;
 // The batched kernel's tile: kMoeTileM sorted rows (the routing's block) x kMoeTileN weight rows.

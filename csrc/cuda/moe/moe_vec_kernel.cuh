@@ -1,10 +1,12 @@
-// The MoE vector projection (few tokens). Weight types with an int8 form run the int8 MMVQ in its
-// pairs mode (mmvq/int8_kernel.cuh, mmvq_pairs.cuh): the activations quantized to int8 per 32
-// values by its prologue, weights decoded to int8 codes, m16n8k32 int8 mma over a cp.async ring.
-// The others (MXFP8) run the float32 kernel here: one block per (pair, tile of outputs); each warp
-// takes two weight rows of the pair's expert (two outputs, or the gate and up rows of one gated
-// output), its lanes stride over the row's groups of eight weights, decode them exactly and
-// multiply with the pair's bf16 activations in float32; a warp reduction gives each dot product.
+// The MoE vector projection (few tokens). Weight types with an int8 form run the dp4a lane MMVQ in
+// its pairs mode (mmvq/lane_pairs.cuh: one kernel that reads the router's ids and quantizes its
+// pairs' activations to int8 per 32 values in each block), and where a pair's activation row does
+// not fit the lane kernel's shared memory the int8 tensor-core MMVQ's pairs mode (mmvq_pairs.cuh,
+// after its quantizing prologue). The others (MXFP8) run the float32 kernel here: one block per
+// (pair, tile of outputs); each warp takes two weight rows of the pair's expert (two outputs, or
+// the gate and up rows of one gated output), its lanes stride over the row's groups of eight
+// weights, decode them exactly and multiply with the pair's bf16 activations in float32; a warp
+// reduction gives each dot product.
 #pragma once
 
 #include <cuda_bf16.h>
