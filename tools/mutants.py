@@ -14,7 +14,8 @@ mended, 16 of 22 killed; the six survivors all in cpu::fused_moe / cpu::linear (
 dropped, activation on the up half, first slot's weight for every slot, expert 0's or row 0's
 split scales for all, GELU with erf(v / 2)). At f8b3031, with the mended tests: 22 of 22
 killed, 275 s. At 3ac41e4 (the IQ3_XXS scale mutant moved to sub_scale, where 3d80f6e put the
-scale; two mutants of the MoE vector kernel's cursor added): 24 of 24 killed, 313 s.
+scale; two mutants of the MoE vector kernel's cursor added): 24 of 24 killed, 313 s. At e7d37de:
+24 of 24 killed, 494 s.
 
     python3 tools/mutants.py                  # the working tree's code and tests
     python3 tools/mutants.py --rev 81f033a    # another commit's code and tests
