@@ -6,9 +6,9 @@
 # BASE_TREE and each CANDIDATE_TREE are copies of the repository (benchmarks/candidate_tree.sh makes
 # them: ab-main with no patch, ab-NAME with a candidate's). Each build's `lowbit` package (with its
 # _C) lands in OUT_DIR/NAME (NAME: the tree's name without "ab-"), for ab_builds.py's --build NAME=DIR
-# and for running a candidate's tests (its tests/ are in BASE_TREE after its build, until the next).
-# BASE_TREE must be a fresh copy: the script keeps its files as the base and leaves the last
-# candidate's in it.
+# and for running a candidate's tests (they are in BASE_TREE while its build runs). BASE_TREE's
+# files are the base; the script puts each candidate's in and takes them out again, so BASE_TREE
+# ends as it began (its build too, but for the objects the candidates recompiled).
 #
 # Valid only where the candidates change no code compiled into the objects kept: by default the
 # objects of csrc/cuda/moe, csrc/cuda/api and src are rebuilt, the rest (the dense MMVQ, MMQ and
@@ -30,6 +30,18 @@ configure_and_build() {
     -DLOWBIT_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" > "$out/build-base.log" 2>&1 &&
     cmake --build build-dev -j "$(nproc)" --target _C >> "$out/build-base.log" 2>&1)
 }
+# the base's own files back in place of `changed`, with the old stamp (a file the base lacks goes)
+restore_base_files() {
+  for f in "${changed[@]}"; do
+    if [ -f "$pristine/$f" ]; then cp "$pristine/$f" "$base/$f" && touch -d "$old_stamp" "$base/$f"; else rm -f "$base/$f"; fi
+  done
+}
+# the objects matching the find -path patterns in $1 (find's patterns, not the shell's)
+drop_objects() {
+  set -f
+  for pattern in $1; do find "$base/build-dev" -name '*.o' -path "$pattern" -delete; done
+  set +f
+}
 # the files of a candidate tree that differ from the pristine base (relative paths)
 differing() {
   (cd "$1" && find csrc include src python tests -type f ! -name '*.so' ! -path '*__pycache__*' -print0) |
@@ -46,10 +58,7 @@ previous=""
 for tree in "$@"; do
   name=$(basename "$tree" | sed 's/^ab-//')
   # the previous candidate's files back to the base's, then this one's in, all with the old stamp
-  # (a file the base lacks goes again)
-  for f in "${changed[@]}"; do
-    if [ -f "$pristine/$f" ]; then cp "$pristine/$f" "$base/$f" && touch -d "$old_stamp" "$base/$f"; else rm -f "$base/$f"; fi
-  done
+  restore_base_files
   mapfile -t changed < <(differing "$tree")
   for f in "${changed[@]}"; do
     mkdir -p "$(dirname "$base/$f")" && cp "$tree/$f" "$base/$f" && touch -d "$old_stamp" "$base/$f"
@@ -58,9 +67,7 @@ for tree in "$@"; do
   previous="$patterns"
   patterns="$rebuild"
   [ -f "$tree/.rebuild" ] && patterns=$(cat "$tree/.rebuild")
-  set -f  # (the patterns are find's, not the shell's)
-  for pattern in $previous $patterns; do find "$base/build-dev" -name '*.o' -path "$pattern" -delete; done
-  set +f
+  drop_objects "$previous $patterns"
   (cd "$base" && cmake --build build-dev -j "$(nproc)" --target _C > "$out/build-$name.log" 2>&1)
   rc=$?
   echo "build $name rc=$rc: ${#changed[@]} files, $(grep -c 'Building' "$out/build-$name.log") objects rebuilt"
@@ -69,10 +76,6 @@ for tree in "$@"; do
   cp -a "$base/python" "$out/$name"
 done
 md5sum "$out"/*/lowbit/_C*.so
-for f in "${changed[@]}"; do
-  if [ -f "$pristine/$f" ]; then cp "$pristine/$f" "$base/$f" && touch -d "$old_stamp" "$base/$f"; else rm -f "$base/$f"; fi
-done
-set -f  # (the objects the last build recompiled: from its files)
-for pattern in $previous $patterns; do find "$base/build-dev" -name '*.o' -path "$pattern" -delete; done
-set +f
+restore_base_files
+drop_objects "$previous $patterns"  # (the objects the last build recompiled: from its files)
 rm -rf "$pristine"
